@@ -1,0 +1,61 @@
+"""guard: score LLM output for bias with a judge LLM.
+
+>>> from guard import create_bias_scorer
+>>> scorer = create_bias_scorer("gpt-4o-mini", base_url="http://localhost:8000/v1")
+>>> result = await scorer.run(output="...")  # doctest: +SKIP
+"""
+
+from guard.bias.score import bias_score, is_biased
+from guard.bias.scorer import BiasScorer, create_bias_scorer
+from guard.errors import (
+    GuardError,
+    JudgeError,
+    JudgeOutputError,
+    JudgeTimeout,
+    JudgeUnavailable,
+    OutputShapeError,
+)
+from guard.evals import EvalItem, ItemResult, run_evals
+from guard.judge import (
+    Judge,
+    JudgeReply,
+    LiteLLMJudge,
+    OpenAIJudge,
+    OutputSchema,
+    StructuredMode,
+    Usage,
+    resolve_judge,
+)
+from guard.outputs import assistant_text
+from guard.result import AnalyzeStepResult, BiasResult, PreprocessStepResult, Verdict
+
+__all__ = [
+    "AnalyzeStepResult",
+    "BiasResult",
+    "BiasScorer",
+    "EvalItem",
+    "GuardError",
+    "ItemResult",
+    "Judge",
+    "JudgeError",
+    "JudgeOutputError",
+    "JudgeReply",
+    "JudgeTimeout",
+    "JudgeUnavailable",
+    "LiteLLMJudge",
+    "OpenAIJudge",
+    "OutputSchema",
+    "OutputShapeError",
+    "PreprocessStepResult",
+    "StructuredMode",
+    "Usage",
+    "Verdict",
+    "assistant_text",
+    "bias_score",
+    "create_bias_scorer",
+    "is_biased",
+    "resolve_judge",
+    "run_evals",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""The bias scorer: a port of Mastra's `createBiasScorer`."""

@@ -1,0 +1,435 @@
+"""The judge: the LLM that answers the scorer's prompts.
+
+A judge is anything with a `model` name, an async `complete()` and an async
+`aclose()`. Two ship here:
+
+- `OpenAIJudge` calls any OpenAI-compatible `/chat/completions` endpoint over
+  httpx. It never imports litellm.
+- `LiteLLMJudge` routes a `provider/model` string through litellm, imported
+  only when the first call is made.
+
+Both ask for structured output in the strongest form the endpoint accepts
+(JSON schema, then JSON mode, then prompt-only), remembering what worked.
+They retry 429/5xx and connection failures with backoff and raise only the
+errors of `guard.errors`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+from opentelemetry import propagate, trace
+
+from guard.errors import JudgeOutputError, JudgeTimeout, JudgeUnavailable
+
+__all__ = [
+    "Judge",
+    "JudgeReply",
+    "LiteLLMJudge",
+    "Message",
+    "OpenAIJudge",
+    "OutputSchema",
+    "StructuredMode",
+    "Usage",
+    "resolve_judge",
+]
+
+Message = dict[str, str]
+
+_RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+_tracer = trace.get_tracer("guard")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Judge token usage, summed over calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """The JSON shape a prompt asks for: a name and a JSON schema."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeReply:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+
+
+class StructuredMode(StrEnum):
+    JSON_SCHEMA = "json_schema"
+    JSON_OBJECT = "json_object"
+    PROMPT = "prompt"
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """What the scorer needs from an LLM."""
+
+    @property
+    def model(self) -> str: ...
+
+    async def complete(
+        self, messages: Sequence[Message], *, schema: OutputSchema | None = None
+    ) -> JudgeReply: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _FormatRejected(Exception):
+    """The endpoint refused the `response_format` we sent."""
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, status_code: int | None, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+
+class _BaseJudge:
+    """Structured-output fallback, retries with backoff, and the client span."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        timeout: float,
+        max_retries: int,
+        structured: StructuredMode,
+        temperature: float | None,
+        backoff: float,
+    ) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be > 0")
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self._model = model
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.structured = structured
+        self.temperature = temperature
+        self.backoff = backoff
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def complete(
+        self, messages: Sequence[Message], *, schema: OutputSchema | None = None
+    ) -> JudgeReply:
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self.provider,
+            "gen_ai.request.model": self._model,
+        }
+        with _tracer.start_as_current_span(
+            f"chat {self._model}", kind=trace.SpanKind.CLIENT, attributes=attributes
+        ) as span:
+            while True:
+                mode = self.structured if schema is not None else StructuredMode.PROMPT
+                try:
+                    reply = await self._send_with_retries(messages, _response_format(mode, schema))
+                except _FormatRejected as exc:
+                    if mode is StructuredMode.PROMPT:
+                        raise JudgeUnavailable(str(exc), status_code=400) from exc
+                    # Remember the downgrade: the endpoint will refuse it next time too.
+                    self.structured = _weaker(mode)
+                    continue
+                span.set_attribute("gen_ai.usage.input_tokens", reply.usage.prompt_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", reply.usage.completion_tokens)
+                return reply
+
+    async def _send_with_retries(
+        self, messages: Sequence[Message], response_format: dict[str, Any] | None
+    ) -> JudgeReply:
+        for attempt in range(self.max_retries + 1):
+            try:
+                return await self._send(messages, response_format)
+            except _Retryable as exc:
+                if attempt == self.max_retries:
+                    raise JudgeUnavailable(
+                        f"{exc} (gave up after {attempt + 1} attempts)",
+                        status_code=exc.status_code,
+                    ) from exc
+                delay = self.backoff * (2**attempt)
+                if exc.retry_after is not None:
+                    delay = max(delay, exc.retry_after)
+                await asyncio.sleep(min(delay, 10.0))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send(
+        self, messages: Sequence[Message], response_format: dict[str, Any] | None
+    ) -> JudgeReply:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+
+class OpenAIJudge(_BaseJudge):
+    """A judge behind any OpenAI-compatible endpoint, called directly over HTTP.
+
+    >>> judge = OpenAIJudge(base_url="http://localhost:11434/v1", model="llama3.1")
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        structured: StructuredMode = StructuredMode.JSON_SCHEMA,
+        temperature: float | None = 0.0,
+        backoff: float = 0.5,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            timeout=timeout,
+            max_retries=max_retries,
+            structured=structured,
+            temperature=temperature,
+            backoff=backoff,
+        )
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIJudge(base_url={self.base_url!r}, model={self.model!r})"
+
+    def _client_for_running_loop(self) -> httpx.AsyncClient:
+        # An httpx pool is bound to the loop that opened it; `run_sync` makes a new loop per call.
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = httpx.AsyncClient(transport=self._transport, timeout=self.timeout)
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def _send(
+        self, messages: Sequence[Message], response_format: dict[str, Any] | None
+    ) -> JudgeReply:
+        body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if response_format is not None:
+            body["response_format"] = response_format
+        headers = {"content-type": "application/json"}
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+        propagate.inject(headers)
+        url = f"{self.base_url}/chat/completions"
+        try:
+            response = await self._client_for_running_loop().post(url, json=body, headers=headers)
+        except httpx.TimeoutException as exc:
+            raise JudgeTimeout(f"judge call to {url} timed out after {self.timeout}s") from exc
+        except httpx.TransportError as exc:
+            raise _Retryable(f"judge at {url} unreachable: {exc!r}", None, None) from exc
+        if response.status_code in _RETRYABLE_STATUS:
+            raise _Retryable(
+                f"judge answered HTTP {response.status_code}",
+                response.status_code,
+                _retry_after(response.headers.get("retry-after")),
+            )
+        if response.status_code in (400, 422) and response_format is not None:
+            raise _FormatRejected(f"judge refused response_format: {response.text[:200]}")
+        if response.status_code >= 400:
+            raise JudgeUnavailable(
+                f"judge answered HTTP {response.status_code}: {response.text[:200]}",
+                status_code=response.status_code,
+            )
+        return _read_completion(response.text)
+
+
+class LiteLLMJudge(_BaseJudge):
+    """A judge named by a litellm `provider/model` string (`anthropic/...`, `ollama/...`)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        structured: StructuredMode = StructuredMode.JSON_SCHEMA,
+        temperature: float | None = 0.0,
+        backoff: float = 0.5,
+    ) -> None:
+        super().__init__(
+            model,
+            timeout=timeout,
+            max_retries=max_retries,
+            structured=structured,
+            temperature=temperature,
+            backoff=backoff,
+        )
+        self.provider = model.split("/", 1)[0]
+        self._api_key = api_key
+        self.base_url = base_url
+
+    def __repr__(self) -> str:
+        return f"LiteLLMJudge(model={self.model!r})"
+
+    async def _send(
+        self, messages: Sequence[Message], response_format: dict[str, Any] | None
+    ) -> JudgeReply:
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        kwargs.update(timeout=self.timeout, num_retries=0)
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
+        if self.base_url:
+            kwargs["api_base"] = self.base_url
+        try:
+            response = await litellm.acompletion(**kwargs)
+        except litellm.Timeout as exc:  # before APIConnectionError: it is a subclass
+            raise JudgeTimeout(f"judge {self.model} timed out after {self.timeout}s") from exc
+        except (
+            litellm.RateLimitError,
+            litellm.InternalServerError,
+            litellm.ServiceUnavailableError,
+            litellm.APIConnectionError,
+        ) as exc:
+            status = getattr(exc, "status_code", None)
+            raise _Retryable(f"judge {self.model} failed: {exc}", status, None) from exc
+        except litellm.BadRequestError as exc:
+            if response_format is not None:
+                raise _FormatRejected(str(exc)) from exc
+            raise JudgeUnavailable(f"judge {self.model} refused the call: {exc}") from exc
+        except Exception as exc:  # litellm raises many provider-specific types
+            raise JudgeUnavailable(f"judge {self.model} failed: {exc}") from exc
+        return _read_completion(response.model_dump_json())
+
+
+def import_litellm() -> Any:
+    """Import litellm on first use, without letting it fetch its price map."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
+
+
+def resolve_judge(
+    model: str | Judge,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 2,
+) -> Judge:
+    """Turn a model spec into a `Judge`.
+
+    - a `Judge` is returned as is;
+    - with `base_url`, the model is called on that OpenAI-compatible endpoint;
+    - a `provider/model` string goes through litellm;
+    - a bare model name goes to `OPENAI_BASE_URL` (default OpenAI) directly.
+    """
+    if not isinstance(model, str):
+        return model
+    if not model:
+        raise ValueError("judge model must not be empty")
+    if base_url is not None:
+        return OpenAIJudge(
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+    if "/" in model:
+        return LiteLLMJudge(model, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    return OpenAIJudge(
+        base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+        model=model,
+        api_key=api_key or os.environ.get("OPENAI_API_KEY"),
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+def _response_format(mode: StructuredMode, schema: OutputSchema | None) -> dict[str, Any] | None:
+    if schema is None or mode is StructuredMode.PROMPT:
+        return None
+    if mode is StructuredMode.JSON_OBJECT:
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema.name, "schema": schema.schema, "strict": True},
+    }
+
+
+def _weaker(mode: StructuredMode) -> StructuredMode:
+    if mode is StructuredMode.JSON_SCHEMA:
+        return StructuredMode.JSON_OBJECT
+    return StructuredMode.PROMPT
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
+
+
+def _read_completion(raw: str) -> JudgeReply:
+    """Take the text and token usage out of a chat-completion JSON body."""
+    try:
+        body = json.loads(raw)
+        content = body["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise JudgeOutputError("judge response is not a chat completion", raw=raw[:2000]) from exc
+    if not isinstance(content, str):
+        raise JudgeOutputError("judge response has no text content", raw=raw[:2000])
+    usage = body.get("usage") or {}
+    return JudgeReply(
+        text=content,
+        usage=Usage(
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        ),
+    )

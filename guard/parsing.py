@@ -1,0 +1,95 @@
+"""Tolerant reading of JSON from LLM text.
+
+Judges wrap JSON in code fences, prefix it with prose, or leave trailing
+commas. These functions are pure so that every case can be tested directly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["extract_json", "unwrap_reason"]
+
+_FENCE = re.compile(r"```(?:[A-Za-z0-9_-]+)?\s*\n?(.*?)```", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
+def extract_json(text: str) -> Any:
+    """Return the first JSON object or array found in `text`.
+
+    >>> extract_json('Sure! ```json\\n{"a": [1, 2,],}\\n```')
+    {'a': [1, 2]}
+
+    Raises `ValueError` when no JSON value can be read.
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(text)]
+    candidates.append(text)
+    for candidate in candidates:
+        for blob in _balanced_blocks(candidate):
+            value = _loads_lenient(blob)
+            if value is not None:
+                return value
+    raise ValueError("no JSON object found in the judge's answer")
+
+
+def unwrap_reason(text: str) -> str:
+    """Return the plain explanation from a judge's reason answer.
+
+    The reason step asks for plain text, but judges often answer
+    `{"reason": "..."}` or a fenced JSON block; the user wants only the prose.
+    """
+    stripped = text.strip()
+    looks_structured = stripped.startswith(("{", "```")) or _FENCE.search(stripped) is not None
+    if looks_structured:
+        try:
+            value = extract_json(stripped)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            for key in ("reason", "explanation", "text"):
+                if isinstance(value.get(key), str):
+                    return str(value[key]).strip()
+        fence = _FENCE.fullmatch(stripped)
+        if fence is not None and value is None:
+            return fence.group(1).strip()
+    return stripped
+
+
+def _loads_lenient(blob: str) -> Any:
+    for attempt in (blob, _TRAILING_COMMA.sub(r"\1", blob)):
+        try:
+            return json.loads(attempt)
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def _balanced_blocks(text: str) -> list[str]:
+    """Every top-level `{...}` or `[...]` span, honouring strings and escapes."""
+    blocks: list[str] = []
+    depth = 0
+    start = -1
+    in_string = False
+    escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"' and depth > 0:
+            in_string = True
+        elif char in "{[":
+            if depth == 0:
+                start = index
+            depth += 1
+        elif char in "}]" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                blocks.append(text[start : index + 1])
+    return blocks

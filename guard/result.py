@@ -1,0 +1,69 @@
+"""The scorer's result, shaped like Mastra's when dumped by alias."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "AnalyzeStepResult",
+    "BiasResult",
+    "JudgeUsage",
+    "PreprocessStepResult",
+    "Verdict",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class PreprocessStepResult(_Model):
+    opinions: list[str]
+
+
+class Verdict(_Model):
+    result: str
+    reason: str
+
+
+class AnalyzeStepResult(_Model):
+    results: list[Verdict]
+
+
+class JudgeUsage(_Model):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class BiasResult(_Model):
+    """One bias-scorer run.
+
+    `result.model_dump(by_alias=True)` gives Mastra's field names (`runId`,
+    `preprocessStepResult`, ...); the attributes are snake_case.
+    """
+
+    run_id: str
+    preprocess_step_result: PreprocessStepResult
+    preprocess_prompt: str | None
+    analyze_step_result: AnalyzeStepResult
+    analyze_prompt: str | None
+    score: float
+    reason: str | None
+    generate_reason_prompt: str | None
+    scale: float
+    judge_model: str
+    judge_calls: int
+    durations_ms: dict[str, float] = Field(default_factory=dict)
+    usage: JudgeUsage = Field(default_factory=JudgeUsage)
+
+    @property
+    def biased_count(self) -> int:
+        from guard.bias.score import is_biased
+
+        return sum(1 for verdict in self.analyze_step_result.results if is_biased(verdict.result))
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")

@@ -1,0 +1,76 @@
+"""Shared fixtures. No test may reach the network: only loopback connects are allowed."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+# Should anything fall back to a default provider, it must not find real keys or hosts.
+os.environ["OPENAI_API_KEY"] = "sk-test-not-a-real-key"
+os.environ["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
+for name in ("ANTHROPIC_API_KEY", "BIAS_JUDGE_API_KEY", "BIAS_JUDGE_BASE_URL"):
+    os.environ.pop(name, None)
+
+from tests.support.fake_openai import FakeOpenAI  # noqa: E402  (after the env is set)
+from tests.support.servers import ServerThread  # noqa: E402
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+class NetworkRefused(RuntimeError):
+    pass
+
+
+def _check(address: Any) -> None:
+    if not isinstance(address, tuple):
+        return  # AF_UNIX and friends
+    host = address[0]
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        if host == "localhost":
+            return
+    raise NetworkRefused(f"tests may not reach the network: connect to {address!r} refused")
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    _check(address)
+    _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    _check(address)
+    return _real_connect_ex(self, address)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_network() -> Iterator[None]:
+    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+    yield
+    socket.socket.connect = _real_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="session")
+def _fake_server() -> Iterator[FakeOpenAI]:
+    fake = FakeOpenAI()
+    server = ServerThread(fake.app).start()
+    fake.base_url = f"{server.url}/v1"
+    yield fake
+    server.stop()
+
+
+@pytest.fixture
+def fake_openai(_fake_server: FakeOpenAI) -> FakeOpenAI:
+    """The fake upstream/judge on 127.0.0.1, reset to its defaults for this test."""
+    _fake_server.reset()
+    return _fake_server

@@ -1,0 +1,189 @@
+from __future__ import annotations
+
+import os
+import sys
+
+import httpx
+import pytest
+
+from guard import (
+    JudgeOutputError,
+    JudgeUnavailable,
+    LiteLLMJudge,
+    OpenAIJudge,
+    OutputSchema,
+    StructuredMode,
+    resolve_judge,
+)
+from guard.bias.prompts import EXTRACT_SCHEMA
+from guard.judge import _retry_after
+from tests.support.fake_openai import FakeOpenAI, Fault
+
+MESSAGES = [{"role": "user", "content": 'Return {"opinions": []}'}]
+
+
+def judge_for(fake: FakeOpenAI, **options: object) -> OpenAIJudge:
+    options.setdefault("max_retries", 0)
+    return OpenAIJudge(base_url=fake.base_url, model="judge", api_key="sk-judge", **options)  # type: ignore[arg-type]
+
+
+async def test_asks_for_json_schema_first(fake_openai: FakeOpenAI) -> None:
+    judge = judge_for(fake_openai)
+    await judge.complete(MESSAGES, schema=EXTRACT_SCHEMA)
+    body = fake_openai.requests[0].body
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "opinions"
+    assert body["temperature"] == 0
+    assert fake_openai.requests[0].headers["authorization"] == "Bearer sk-judge"
+
+
+@pytest.mark.parametrize(
+    ("refused", "expected_format", "expected_mode"),
+    [
+        ({"json_schema"}, "json_object", StructuredMode.JSON_OBJECT),
+        ({"json_schema", "json_object"}, None, StructuredMode.PROMPT),
+    ],
+)
+async def test_falls_back_when_the_endpoint_refuses_a_format(
+    fake_openai: FakeOpenAI,
+    refused: set[str],
+    expected_format: str | None,
+    expected_mode: StructuredMode,
+) -> None:
+    fake_openai.refuse_formats = refused
+    judge = judge_for(fake_openai)
+
+    reply = await judge.complete(MESSAGES, schema=EXTRACT_SCHEMA)
+    await judge.complete(MESSAGES, schema=EXTRACT_SCHEMA)
+
+    assert reply.text.startswith('{"opinions"')
+    assert judge.structured is expected_mode
+    last = fake_openai.requests[-1].body.get("response_format")
+    assert (last or {}).get("type") == expected_format
+    # The downgrade is remembered: the second call goes straight to the working mode.
+    assert len(fake_openai.requests) == len(refused) + 2
+
+
+async def test_plain_text_calls_send_no_response_format(fake_openai: FakeOpenAI) -> None:
+    await judge_for(fake_openai).complete(MESSAGES)
+    assert "response_format" not in fake_openai.requests[0].body
+
+
+async def test_bad_request_without_format_is_unavailable(fake_openai: FakeOpenAI) -> None:
+    fake_openai.fail(Fault(status=401))
+    with pytest.raises(JudgeUnavailable) as caught:
+        await judge_for(fake_openai).complete(MESSAGES)
+    assert caught.value.status_code == 401
+
+
+async def test_retry_after_is_honoured(fake_openai: FakeOpenAI) -> None:
+    fake_openai.fail(Fault(status=429, headers={"retry-after": "0.3"}))
+    judge = judge_for(fake_openai, max_retries=1, backoff=0.001)
+    import time
+
+    started = time.perf_counter()
+    await judge.complete(MESSAGES)
+    assert time.perf_counter() - started >= 0.3
+    assert len(fake_openai.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, None), ("", None), ("2", 2.0), ("-1", 0.0), ("not a date", None)],
+)
+def test_retry_after_parsing(value: str | None, expected: float | None) -> None:
+    assert _retry_after(value) == expected
+
+
+def test_retry_after_http_date_in_the_past_is_zero() -> None:
+    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+
+
+@pytest.mark.parametrize(
+    "body",
+    ['{"choices": []}', "<html>oops</html>", '{"choices": [{"message": {"content": null}}]}'],
+)
+async def test_non_completion_body_is_an_output_error(fake_openai: FakeOpenAI, body: str) -> None:
+    fake_openai.fail(Fault(body=body))
+    with pytest.raises(JudgeOutputError) as caught:
+        await judge_for(fake_openai).complete(MESSAGES)
+    assert caught.value.raw == body
+
+
+async def test_usage_is_read_from_the_response(fake_openai: FakeOpenAI) -> None:
+    reply = await judge_for(fake_openai).complete(MESSAGES)
+    assert reply.usage.prompt_tokens > 0
+    assert reply.usage.completion_tokens > 0
+
+
+async def test_custom_transport_is_used() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"choices": [{"message": {"content": "hi"}}]})
+
+    judge = OpenAIJudge(
+        base_url="http://judge.invalid/v1", model="m", transport=httpx.MockTransport(handler)
+    )
+    reply = await judge.complete(MESSAGES)
+    await judge.aclose()
+    assert reply.text == "hi"
+    assert str(seen[0].url) == "http://judge.invalid/v1/chat/completions"
+
+
+@pytest.mark.parametrize(("option", "value"), [("timeout", 0), ("max_retries", -1)])
+def test_bad_options_are_rejected(option: str, value: float) -> None:
+    with pytest.raises(ValueError, match=option):
+        OpenAIJudge(base_url="http://x/v1", model="m", **{option: value})  # type: ignore[arg-type]
+
+
+def test_resolve_judge_routes_by_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1234/v1")
+    direct = resolve_judge("gpt-4o-mini")
+    assert isinstance(direct, OpenAIJudge)
+    assert direct.base_url == "http://127.0.0.1:1234/v1"
+    with_url = resolve_judge("llama3", base_url="http://127.0.0.1:11434/v1/")
+    assert isinstance(with_url, OpenAIJudge)
+    assert with_url.base_url == "http://127.0.0.1:11434/v1"
+    routed = resolve_judge("anthropic/claude-haiku")
+    assert isinstance(routed, LiteLLMJudge)
+    assert routed.provider == "anthropic"
+    assert resolve_judge(direct) is direct
+    with pytest.raises(ValueError, match="empty"):
+        resolve_judge("")
+
+
+def test_openai_judge_does_not_import_litellm(fake_openai: FakeOpenAI) -> None:
+    import subprocess
+
+    code = (
+        "import asyncio, sys\n"
+        "from guard import OpenAIJudge\n"
+        f"j = OpenAIJudge(base_url={fake_openai.base_url!r}, model='judge')\n"
+        "asyncio.run(j.complete([{'role': 'user', 'content': 'hi'}]))\n"
+        "print('litellm' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "False"
+
+
+async def test_litellm_judge_reaches_an_openai_compatible_server(fake_openai: FakeOpenAI) -> None:
+    judge = LiteLLMJudge(
+        "openai/judge", base_url=fake_openai.base_url, api_key="sk-judge", max_retries=0
+    )
+    schema = OutputSchema("opinions", EXTRACT_SCHEMA.schema)
+    reply = await judge.complete(MESSAGES, schema=schema)
+    assert reply.text == '{"opinions": ["Engineers from the north are lazy."]}'
+    assert reply.usage.prompt_tokens > 0
+    assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    assert fake_openai.requests[0].body["response_format"]["type"] == "json_schema"
+
+
+async def test_litellm_judge_maps_errors(fake_openai: FakeOpenAI) -> None:
+    fake_openai.fail(Fault(status=503))
+    judge = LiteLLMJudge("openai/judge", base_url=fake_openai.base_url, api_key="k", max_retries=0)
+    with pytest.raises(JudgeUnavailable):
+        await judge.complete(MESSAGES)

@@ -1,0 +1,234 @@
+"""A fake OpenAI-compatible server that plays both the upstream model and the judge.
+
+Requests whose `model` is `judge_model` are answered as the bias judge, step by
+step, from the scripted `opinions`, `verdicts` and `reason`. Any other model is
+answered as an upstream chat model with `reply` (streamed when asked).
+
+Misbehaviour is scripted with `Fault`s, each used by the next matching request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+JUDGE_MODEL = "judge"
+
+
+@dataclass
+class Fault:
+    """One scripted misbehaviour.
+
+    `step` limits it to one kind of request: "preprocess", "analyze", "reason"
+    (judge steps) or "chat" (upstream). `content` replaces the answer's text,
+    `body` replaces the whole HTTP body, `status` sets the HTTP status, `delay`
+    waits first, and `disconnect_after` cuts a stream after that many chunks.
+    """
+
+    step: str | None = None
+    status: int | None = None
+    body: str | None = None
+    content: str | None = None
+    delay: float = 0.0
+    disconnect_after: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Recorded:
+    step: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+            ]
+        )
+        self.base_url = ""
+        self.reset()
+
+    def reset(self) -> None:
+        self.judge_model = JUDGE_MODEL
+        self.opinions: list[str] = ["Engineers from the north are lazy."]
+        self.verdicts: list[tuple[str, str]] = [("yes", "Geographical stereotype.")]
+        self.reason = "The score is 1 because the text stereotypes northerners."
+        self.reply = "Hello! How can I help?"
+        self.chunks = 5
+        self.chunk_delay = 0.0
+        self.delay = 0.0
+        self.refuse_formats: set[str] = set()
+        self.faults: deque[Fault] = deque()
+        self.requests: list[Recorded] = []
+
+    def fail(self, *faults: Fault) -> None:
+        self.faults.extend(faults)
+
+    def steps(self) -> list[str]:
+        return [recorded.step for recorded in self.requests]
+
+    def judge_calls(self) -> int:
+        return sum(1 for recorded in self.requests if recorded.step != "chat")
+
+    # -- handlers ---------------------------------------------------------------
+
+    async def _chat(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            return _error(400, "invalid JSON body")
+        step = self._step_of(body)
+        self.requests.append(Recorded(step, body, dict(request.headers)))
+        fault = self._take_fault(step)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if fault and fault.delay:
+            await asyncio.sleep(fault.delay)
+        if fault and fault.status is not None and fault.status >= 400:
+            text = fault.body or json.dumps(
+                {"error": {"message": "scripted failure", "type": "server_error", "code": None}}
+            )
+            return Response(
+                text,
+                status_code=fault.status,
+                media_type="application/json",
+                headers=fault.headers,
+            )
+        if fault and fault.body is not None:
+            return Response(fault.body, status_code=fault.status or 200)
+        response_format = (body.get("response_format") or {}).get("type")
+        if response_format in self.refuse_formats:
+            return _error(400, f"response_format {response_format} is not supported")
+        content = fault.content if fault and fault.content is not None else self._answer(step)
+        if body.get("stream"):
+            return self._stream(body, content, fault)
+        return JSONResponse(self._completion(body, content))
+
+    async def _models(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}],
+            }
+        )
+
+    async def _embeddings(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(Recorded("embeddings", body, dict(request.headers)))
+        return JSONResponse(
+            {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.1]}]}
+        )
+
+    # -- behaviour --------------------------------------------------------------
+
+    def _step_of(self, body: dict[str, Any]) -> str:
+        if body.get("model") != self.judge_model:
+            return "chat"
+        schema_name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+        if schema_name == "opinions":
+            return "preprocess"
+        if schema_name == "verdicts":
+            return "analyze"
+        text = "\n".join(str(message.get("content")) for message in body.get("messages", []))
+        if '{"results"' in text:
+            return "analyze"
+        if '{"opinions"' in text:
+            return "preprocess"
+        return "reason"
+
+    def _take_fault(self, step: str) -> Fault | None:
+        for fault in list(self.faults):
+            if fault.step in (None, step):
+                self.faults.remove(fault)
+                return fault
+        return None
+
+    def _answer(self, step: str) -> str:
+        if step == "preprocess":
+            return json.dumps({"opinions": self.opinions})
+        if step == "analyze":
+            return json.dumps(
+                {"results": [{"result": result, "reason": why} for result, why in self.verdicts]}
+            )
+        if step == "reason":
+            return self.reason
+        return self.reply
+
+    def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
+        prompt_chars = sum(len(str(m.get("content"))) for m in body.get("messages", []))
+        n = int(body.get("n") or 1)
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": index,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+                for index in range(n)
+            ],
+            "usage": {
+                "prompt_tokens": max(1, prompt_chars // 4),
+                "completion_tokens": max(1, len(content) // 4),
+                "total_tokens": max(1, prompt_chars // 4) + max(1, len(content) // 4),
+            },
+        }
+
+    def _stream(self, body: dict[str, Any], content: str, fault: Fault | None) -> Response:
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+        pieces = _split(content, self.chunks)
+        cut = fault.disconnect_after if fault else None
+
+        def frame(delta: dict[str, Any], finish: str | None) -> bytes:
+            chunk = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": body.get("model"),
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+        async def frames() -> Any:
+            yield frame({"role": "assistant", "content": ""}, None)
+            for index, piece in enumerate(pieces):
+                if cut is not None and index >= cut:
+                    raise ConnectionResetError("scripted disconnect")
+                if self.chunk_delay:
+                    await asyncio.sleep(self.chunk_delay)
+                yield frame({"content": piece}, None)
+            yield frame({}, "stop")
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(frames(), media_type="text/event-stream")
+
+
+def _split(text: str, parts: int) -> list[str]:
+    size = max(1, -(-len(text) // max(1, parts)))
+    return [text[start : start + size] for start in range(0, len(text), size)] or [""]
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"message": message, "type": "invalid_request_error", "code": None}},
+        status_code=status,
+    )

@@ -1,0 +1,42 @@
+import gateway
+import guard
+
+
+def test_guard_exports() -> None:
+    assert guard.__all__ == sorted(guard.__all__)
+    assert guard.__all__ == [
+        "AnalyzeStepResult",
+        "BiasResult",
+        "BiasScorer",
+        "EvalItem",
+        "GuardError",
+        "ItemResult",
+        "Judge",
+        "JudgeError",
+        "JudgeOutputError",
+        "JudgeReply",
+        "JudgeTimeout",
+        "JudgeUnavailable",
+        "LiteLLMJudge",
+        "OpenAIJudge",
+        "OutputSchema",
+        "OutputShapeError",
+        "PreprocessStepResult",
+        "StructuredMode",
+        "Usage",
+        "Verdict",
+        "assistant_text",
+        "bias_score",
+        "create_bias_scorer",
+        "is_biased",
+        "resolve_judge",
+        "run_evals",
+    ]
+    for name in guard.__all__:
+        assert getattr(guard, name) is not None
+
+
+def test_gateway_exports() -> None:
+    assert gateway.__all__ == sorted(gateway.__all__)
+    for name in gateway.__all__:
+        assert getattr(gateway, name) is not None
