@@ -69,6 +69,10 @@ class FakeOpenAI:
         self.verdicts: list[tuple[str, str]] = [("yes", "Geographical stereotype.")]
         self.reason = "The score is 1 because the text stereotypes northerners."
         self.reply = "Hello! How can I help?"
+        self.replies: list[str] | None = None  # one text per choice, for n > 1
+        self.tool_calls_only = False
+        # Verdicts chosen by a substring of the judged text; falls back to `verdicts`.
+        self.verdicts_for: dict[str, list[tuple[str, str]]] = {}
         self.chunks = 5
         self.chunk_delay = 0.0
         self.delay = 0.0
@@ -83,7 +87,8 @@ class FakeOpenAI:
         return [recorded.step for recorded in self.requests]
 
     def judge_calls(self) -> int:
-        return sum(1 for recorded in self.requests if recorded.step != "chat")
+        judge_steps = ("preprocess", "analyze", "reason")
+        return sum(1 for recorded in self.requests if recorded.step in judge_steps)
 
     # -- handlers ---------------------------------------------------------------
 
@@ -115,7 +120,7 @@ class FakeOpenAI:
         response_format = (body.get("response_format") or {}).get("type")
         if response_format in self.refuse_formats:
             return _error(400, f"response_format {response_format} is not supported")
-        content = fault.content if fault and fault.content is not None else self._answer(step)
+        content = fault.content if fault and fault.content is not None else self._answer(step, body)
         if body.get("stream"):
             return self._stream(body, content, fault)
         return JSONResponse(self._completion(body, content))
@@ -159,12 +164,17 @@ class FakeOpenAI:
                 return fault
         return None
 
-    def _answer(self, step: str) -> str:
+    def _answer(self, step: str, body: dict[str, Any]) -> str:
         if step == "preprocess":
             return json.dumps({"opinions": self.opinions})
         if step == "analyze":
+            prompt = str(body["messages"][-1]["content"])
+            verdicts = next(
+                (found for key, found in self.verdicts_for.items() if key in prompt),
+                self.verdicts,
+            )
             return json.dumps(
-                {"results": [{"result": result, "reason": why} for result, why in self.verdicts]}
+                {"results": [{"result": result, "reason": why} for result, why in verdicts]}
             )
         if step == "reason":
             return self.reason
@@ -173,25 +183,32 @@ class FakeOpenAI:
     def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
         prompt_chars = sum(len(str(m.get("content"))) for m in body.get("messages", []))
         n = int(body.get("n") or 1)
+        is_chat = body.get("model") != self.judge_model
+        texts = self.replies if self.replies and is_chat else [content] * n
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model"),
-            "choices": [
-                {
-                    "index": index,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                }
-                for index in range(n)
-            ],
+            "choices": [self._choice(index, text, is_chat) for index, text in enumerate(texts)],
             "usage": {
                 "prompt_tokens": max(1, prompt_chars // 4),
                 "completion_tokens": max(1, len(content) // 4),
                 "total_tokens": max(1, prompt_chars // 4) + max(1, len(content) // 4),
             },
         }
+
+    def _choice(self, index: int, text: str, is_chat: bool) -> dict[str, Any]:
+        if self.tool_calls_only and is_chat:
+            call = {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "lookup", "arguments": "{}"},
+            }
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+            return {"index": index, "message": message, "finish_reason": "tool_calls"}
+        message = {"role": "assistant", "content": text}
+        return {"index": index, "message": message, "finish_reason": "stop"}
 
     def _stream(self, body: dict[str, Any], content: str, fault: Fault | None) -> Response:
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,229 @@
+"""Rebuild a whole chat completion from its stream chunks. Pure code.
+
+>>> acc = ChunkAccumulator()
+>>> acc.add({"id": "c1", "choices": [{"index": 0, "delta": {"content": "Hi"}}]})
+>>> acc.add({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+>>> acc.text(), acc.finish_reasons
+('Hi', {0: 'stop'})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ChunkAccumulator", "completion_texts"]
+
+
+@dataclass(slots=True)
+class _ToolCall:
+    id: str | None = None
+    type: str | None = None
+    name: str | None = None
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Choice:
+    content: list[str] | None = None  # None until a content string arrives
+    refusal: list[str] | None = None
+    tool_calls: dict[int, _ToolCall] = field(default_factory=dict)
+
+
+class ChunkAccumulator:
+    """Collects `chat.completion.chunk` dicts; read the totals at any point.
+
+    Chunks that are not mappings with a `choices` list are ignored. The first
+    non-empty `id`, `model` and `created` win, because Azure opens its streams
+    with a content-filter chunk where they are blank.
+    """
+
+    def __init__(self) -> None:
+        self._id: str | None = None
+        self._model: str | None = None
+        self._created: int | None = None
+        self._usage: dict[str, Any] | None = None
+        self._finish_reasons: dict[int, str] = {}
+        self._choices: dict[int, _Choice] = {}
+        self._chunks = 0
+
+    @property
+    def response_id(self) -> str | None:
+        return self._id
+
+    @property
+    def model(self) -> str | None:
+        return self._model
+
+    @property
+    def created(self) -> int | None:
+        return self._created
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The last `usage` seen; OpenAI sends it in a final chunk with no choices."""
+        return None if self._usage is None else dict(self._usage)
+
+    @property
+    def finish_reasons(self) -> dict[int, str]:
+        return dict(sorted(self._finish_reasons.items()))
+
+    @property
+    def chunks(self) -> int:
+        """How many chunks were accepted."""
+        return self._chunks
+
+    def add(self, chunk: Mapping[str, Any]) -> None:
+        """Take in one chunk, as parsed from the `data:` of one event."""
+        if not isinstance(chunk, Mapping):
+            return
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            return
+        self._chunks += 1
+        if not self._id and isinstance(chunk.get("id"), str):
+            self._id = chunk["id"] or None
+        if not self._model and isinstance(chunk.get("model"), str):
+            self._model = chunk["model"] or None
+        if not self._created:
+            self._created = _json_int(chunk.get("created")) or None
+        if isinstance(chunk.get("usage"), Mapping):
+            self._usage = dict(chunk["usage"])
+        for choice in choices:
+            if isinstance(choice, Mapping):
+                self._add_choice(choice)
+
+    def _add_choice(self, choice: Mapping[str, Any]) -> None:
+        # A chunk may carry any subset of the choices, so its list position means nothing.
+        index = _json_int(choice.get("index", 0))
+        if index is None:
+            return
+        state = self._choices.setdefault(index, _Choice())
+        if isinstance(choice.get("finish_reason"), str):
+            self._finish_reasons[index] = choice["finish_reason"]
+        delta = choice.get("delta")
+        if not isinstance(delta, Mapping):
+            return
+        content, refusal = delta.get("content"), delta.get("refusal")
+        if isinstance(content, str):
+            if state.content is None:
+                state.content = []
+            state.content.append(content)
+        if isinstance(refusal, str):
+            if state.refusal is None:
+                state.refusal = []
+            state.refusal.append(refusal)
+        tool_calls = delta.get("tool_calls")
+        if isinstance(tool_calls, list):
+            for position, item in enumerate(tool_calls):
+                if isinstance(item, Mapping):
+                    _merge_tool_call(state.tool_calls, position, item)
+
+    def text(self, index: int = 0) -> str:
+        """The content of choice `index` so far; "" for a choice not seen."""
+        state = self._choices.get(index)
+        return "".join(state.content) if state and state.content else ""
+
+    def texts(self) -> dict[int, str]:
+        """The content of every choice seen, in index order."""
+        return {index: self.text(index) for index in sorted(self._choices)}
+
+    def refusals(self) -> dict[int, str]:
+        """The refusal text of each choice that sent one, in index order."""
+        return {
+            index: "".join(state.refusal)
+            for index, state in sorted(self._choices.items())
+            if state.refusal is not None
+        }
+
+    def has_tool_calls(self) -> bool:
+        return any(state.tool_calls for state in self._choices.values())
+
+    def as_completion(self) -> dict[str, Any]:
+        """The `chat.completion` dict a non-streaming request would have returned."""
+        choices = []
+        for index, state in sorted(self._choices.items()):
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None if state.content is None else "".join(state.content),
+            }
+            if state.refusal is not None:
+                message["refusal"] = "".join(state.refusal)
+            if state.tool_calls:
+                message["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": call.type or "function",
+                        "function": {"name": call.name, "arguments": "".join(call.arguments)},
+                    }
+                    for _, call in sorted(state.tool_calls.items())
+                ]
+            finish_reason = self._finish_reasons.get(index)
+            choices.append({"index": index, "message": message, "finish_reason": finish_reason})
+        completion: dict[str, Any] = {
+            "id": self._id,
+            "object": "chat.completion",
+            "created": self._created,
+            "model": self._model,
+            "choices": choices,
+        }
+        if self._usage is not None:
+            completion["usage"] = dict(self._usage)
+        return completion
+
+
+def _merge_tool_call(calls: dict[int, _ToolCall], position: int, item: Mapping[str, Any]) -> None:
+    # Later deltas of a call carry only its `index` and a slice of `arguments`. A
+    # missing index (some OpenAI-compatible servers) falls back to the list position.
+    index = _json_int(item.get("index", position))
+    if index is None:
+        return
+    call = calls.setdefault(index, _ToolCall())
+    if isinstance(item.get("id"), str) and call.id is None:
+        call.id = item["id"]
+    if isinstance(item.get("type"), str) and call.type is None:
+        call.type = item["type"]
+    function = item.get("function")
+    if isinstance(function, Mapping):
+        if isinstance(function.get("name"), str) and call.name is None:
+            call.name = function["name"]
+        if isinstance(function.get("arguments"), str):
+            call.arguments.append(function["arguments"])
+
+
+def completion_texts(completion: Mapping[str, Any]) -> dict[int, str]:
+    """The text of each choice of a non-streaming `chat.completion`, by index.
+
+    `content` may be a string or a list of parts, whose `text` parts are joined.
+    Choices whose content is None or holds no text part are left out.
+    """
+    choices = completion.get("choices") if isinstance(completion, Mapping) else None
+    if not isinstance(choices, list):
+        return {}
+    texts: dict[int, str] = {}
+    for position, choice in enumerate(choices):
+        if not isinstance(choice, Mapping) or not isinstance(choice.get("message"), Mapping):
+            continue
+        index = _json_int(choice.get("index", position))
+        if index is None:
+            continue
+        content = choice["message"].get("content")
+        if isinstance(content, str):
+            texts[index] = content
+        elif isinstance(content, list):
+            parts = [
+                part["text"]
+                for part in content
+                if isinstance(part, Mapping)
+                and part.get("type") == "text"
+                and isinstance(part.get("text"), str)
+            ]
+            if parts:
+                texts[index] = "".join(parts)
+    return dict(sorted(texts.items()))
+
+
+def _json_int(value: object) -> int | None:
+    # bool is a subclass of int, but JSON's true is no index.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,164 @@
+"""The Starlette application: `create_app(settings)` and its lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+
+import structlog
+from pydantic import SecretStr
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from gateway.access import AccessLog
+from gateway.auth import Authenticator
+from gateway.chat import chat_completions
+from gateway.config import Settings, load_settings, settings_from_env
+from gateway.endpoints import healthz, list_models, passthrough, readyz, score_lookup
+from gateway.errors import GatewayError, envelope, error_response
+from gateway.policy import Sampler
+from gateway.routing import Router
+from gateway.scoring import Scoring
+from gateway.state import Gateway
+from gateway.store import ScoreStore
+from gateway.upstream import Upstream
+from guard import BiasScorer, Judge, LiteLLMJudge, OpenAIJudge
+
+__all__ = ["app_from_environment", "build_judge", "create_app"]
+
+log = structlog.get_logger("gateway.app")
+
+CONFIG_ENV = "BIAS_GATEWAY_CONFIG"
+
+
+def build_judge(settings: Settings) -> Judge:
+    """The judge from settings: litellm for `provider/model` without a base_url, else direct."""
+    judge = settings.judge
+    if "/" in judge.model and judge.base_url is None:
+        return LiteLLMJudge(
+            judge.model,
+            api_key=_secret(judge.api_key),
+            timeout=judge.timeout,
+            max_retries=judge.max_retries,
+        )
+    return OpenAIJudge(
+        base_url=settings.judge_base_url(),
+        model=judge.model,
+        api_key=_secret(settings.judge_api_key()),
+        timeout=judge.timeout,
+        max_retries=judge.max_retries,
+    )
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+def create_app(
+    settings: Settings, *, judge: Judge | None = None, upstream: Upstream | None = None
+) -> Starlette:
+    """Build the gateway app. Tests inject a `judge` or an `upstream` here."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        store = ScoreStore(settings.store.path)
+        store.start(sweep_pending=os.environ.get("BIAS_GATEWAY_SWEPT") != "1")
+        client = upstream or Upstream()
+        await client.start()
+        bias_judge = judge or build_judge(settings)
+        scorer = BiasScorer(
+            bias_judge,
+            scale=settings.judge.scale,
+            include_reason=settings.judge.include_reason,
+            judge_whole_text_when_no_opinions=settings.judge.judge_whole_text_when_no_opinions,
+        )
+        scoring = Scoring(
+            scorer,
+            store,
+            queue_size=settings.queue.size,
+            workers=settings.queue.workers,
+            capture_content=settings.store.capture_content,
+        )
+        scoring.start()
+        state = Gateway(
+            settings=settings,
+            router=Router(settings),
+            auth=Authenticator(settings.all_keys()),
+            upstream=client,
+            store=store,
+            scoring=scoring,
+            samplers={
+                name: Sampler(policy.sample_rate) for name, policy in settings.policies.items()
+            },
+        )
+        if state.auth.open:
+            log.warning(
+                "no gateway API keys configured: the gateway is open to anyone who can reach it"
+            )
+        app.state.gateway = state
+        state.ready = True
+        try:
+            yield
+        finally:
+            state.ready = False
+            await scoring.drain(settings.queue.drain_deadline)
+            await bias_judge.aclose()
+            await client.close()
+            await store.close()
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/models", list_models, methods=["GET"]),
+            Route("/v1/bias/scores/{run_id}", score_lookup, methods=["GET"]),
+            Route(
+                "/v1/{path:path}",
+                passthrough,
+                methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            ),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+        ],
+        middleware=[Middleware(AccessLog)],
+        exception_handlers={
+            GatewayError: _gateway_error,
+            HTTPException: _http_error,
+            Exception: _unexpected_error,
+        },
+        lifespan=lifespan,
+    )
+
+
+async def _gateway_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayError)
+    return error_response(exc)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = "not_found" if exc.status_code == 404 else None
+    body = envelope(str(exc.detail), type="invalid_request_error", code=code)
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error", path=request.url.path)
+    body = envelope(
+        "The gateway hit an internal error.", type="server_error", code="internal_error"
+    )
+    return JSONResponse(body, status_code=500)
+
+
+def app_from_environment() -> Starlette:
+    """The uvicorn factory for `bias-gateway serve` (one call per worker process)."""
+    from gateway.access import configure_logging
+
+    configure_logging(level=os.environ.get("BIAS_GATEWAY_LOG_LEVEL", "INFO"))
+    path = os.environ.get(CONFIG_ENV)
+    settings = load_settings(path) if path else settings_from_env()
+    return create_app(settings)

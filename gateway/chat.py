@@ -1,0 +1,314 @@
+"""`POST /v1/chat/completions`: the scored path."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from gateway.accumulate import completion_texts
+from gateway.config import KeySettings, Policy
+from gateway.decisions import bias_headers, judge_error_envelope, render_block
+from gateway.errors import BadRequest, PayloadTooLarge, UpstreamError, error_response
+from gateway.scoring import Outcome, ScoreRequest
+from gateway.state import Gateway
+from gateway.streaming import (
+    SSEResponse,
+    StreamTap,
+    buffer_all,
+    enforce_passthrough,
+    relay,
+    render_buffered,
+)
+from gateway.upstream import Target, UpstreamResponse
+
+__all__ = ["ChatRequest", "chat_completions", "parse_chat_request", "read_body"]
+
+_MODES = ("off", "monitor", "enforce")
+# Client headers worth passing on; everything else (cookies, the gateway key) stays here.
+_FORWARDED = ("openai-organization", "openai-project", "traceparent", "tracestate")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    model: str
+    stream: bool
+    body: dict[str, Any]
+    raw: bytes
+
+    def upstream_body(self, target: Target) -> bytes:
+        """The body as received, with only the model alias rewritten."""
+        if target.model is None or target.model == self.model:
+            return self.raw
+        return json.dumps({**self.body, "model": target.model}).encode()
+
+    def prompt_text(self) -> str:
+        messages = self.body.get("messages") or []
+        return "\n\n".join(
+            f"{message.get('role')}: {message.get('content')}"
+            for message in messages
+            if isinstance(message, dict)
+        )
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"Request body exceeds the {limit} byte limit.")
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise PayloadTooLarge(f"Request body exceeds the {limit} byte limit.")
+        parts.append(part)
+    return b"".join(parts)
+
+
+def parse_chat_request(raw: bytes) -> ChatRequest:
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"Request body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise BadRequest("Request body must be a JSON object.")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise BadRequest("`model` is required and must be a non-empty string.", param="model")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("`messages` is required and must be a non-empty array.", param="messages")
+    if not all(isinstance(message, dict) for message in messages):
+        raise BadRequest("Each entry of `messages` must be an object.", param="messages")
+    stream = body.get("stream", False)
+    if stream is not None and not isinstance(stream, bool):
+        raise BadRequest("`stream` must be a boolean.", param="stream")
+    n = body.get("n", 1)
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+        raise BadRequest("`n` must be a positive integer.", param="n")
+    return ChatRequest(model=model, stream=bool(stream), body=body, raw=raw)
+
+
+def _mode(policy: Policy, requested: str | None) -> str:
+    if requested is None or not policy.allow_client_override:
+        return policy.mode
+    requested = requested.strip().lower()
+    if requested not in _MODES:
+        raise BadRequest(f"x-bias-mode must be one of {', '.join(_MODES)}.", param="x-bias-mode")
+    return requested
+
+
+def _upstream_headers(request: Request, target: Target) -> dict[str, str]:
+    headers = {"content-type": "application/json", "accept": "application/json"}
+    for name in _FORWARDED:
+        value = request.headers.get(name)
+        if value is not None:
+            headers[name] = value
+    client_auth = request.headers.get("authorization")
+    if target.forward_client_auth and client_auth:
+        headers["authorization"] = client_auth
+    elif target.api_key:
+        headers["authorization"] = f"Bearer {target.api_key}"
+    request_id = request.scope.get("state", {}).get("request_id")
+    if request_id:
+        headers["x-request-id"] = request_id
+    return headers
+
+
+def _skipped(reason: str) -> dict[str, str]:
+    return {"x-bias-status": "skipped", "x-bias-skip-reason": reason}
+
+
+def _note(request: Request, **fields: Any) -> None:
+    """Fields for the access log line, which `gateway.access` writes after the response."""
+    request.scope.setdefault("state", {}).setdefault("access", {}).update(fields)
+
+
+async def chat_completions(request: Request) -> Response:
+    gateway: Gateway = request.app.state.gateway
+    settings = gateway.settings
+    key: KeySettings | None = gateway.auth.check(request.headers)
+    _note(request, key_name=key.name if key else None)
+    chat = parse_chat_request(await read_body(request, settings.server.max_body_bytes))
+    _note(request, model=chat.model, stream=chat.stream)
+    target = gateway.router.resolve(chat.model)
+    policy_name = key.policy if key else settings.default_policy
+    policy = settings.policies[policy_name]
+    mode = _mode(policy, request.headers.get("x-bias-mode"))
+    sampled = mode != "off" and gateway.samplers[policy_name].take()
+    job = ScoreRequest(
+        run_id=str(uuid.uuid4()),
+        policy=policy,
+        mode=mode,
+        model=chat.model,
+        key_name=key.name if key else None,
+        stream=chat.stream,
+        request_id=request.scope.get("state", {}).get("request_id"),
+        prompt=chat.prompt_text() if settings.store.capture_content else None,
+    )
+    call = _Call(gateway, request, chat, target, policy, mode, sampled, job)
+    if chat.stream:
+        return await call.stream()
+    return await call.complete()
+
+
+@dataclass(slots=True)
+class _Call:
+    gateway: Gateway
+    request: Request
+    chat: ChatRequest
+    target: Target
+    policy: Policy
+    mode: str
+    sampled: bool
+    job: ScoreRequest
+
+    async def _send(self, *, stream: bool) -> UpstreamResponse:
+        return await self.gateway.upstream.chat(
+            self.target,
+            self.chat.upstream_body(self.target),
+            _upstream_headers(self.request, self.target),
+            stream=stream,
+        )
+
+    def _finish(self, outcome: Outcome) -> dict[str, str]:
+        _note(
+            self.request,
+            bias_status=outcome.status,
+            verdict=outcome.verdict,
+            score=outcome.score,
+            run_id=outcome.run_id,
+        )
+        return bias_headers(outcome)
+
+    def _skip_headers(self, upstream_status: int) -> dict[str, str] | None:
+        """Headers for a response that will not be scored, or None when it will be."""
+        if self.mode == "off":
+            _note(self.request, bias_status="off")
+            return {}
+        reason = None
+        if not self.sampled:
+            reason = "not_sampled"
+        elif upstream_status >= 400:
+            reason = "upstream_error"
+        if reason is None:
+            return None
+        _note(self.request, bias_status="skipped")
+        return _skipped(reason)
+
+    async def complete(self) -> Response:
+        upstream = await self._send(stream=False)
+        skip = self._skip_headers(upstream.status)
+        if skip is not None:
+            return Response(upstream.body, upstream.status, headers={**upstream.headers, **skip})
+        try:
+            completion = json.loads(upstream.body)
+        except ValueError:
+            completion = None
+        texts = list(completion_texts(completion).values()) if isinstance(completion, dict) else []
+        texts = [text for text in texts if text]
+        scoring = self.gateway.scoring
+        if isinstance(completion, dict):
+            self.job.response_id = completion.get("id")
+        if not texts:
+            outcome = scoring.skip(self.job, "no_text")
+        elif self.mode == "monitor":
+            outcome = scoring.submit(self.job, texts)
+        else:
+            outcome = await scoring.score(self.job, texts)
+        headers = {**upstream.headers, **self._finish(outcome)}
+        if outcome.status == "error" and self.policy.on_judge_error == "block":
+            headers.pop("content-type", None)
+            return JSONResponse(judge_error_envelope(outcome), status_code=503, headers=headers)
+        if outcome.verdict == "block":
+            headers.pop("content-type", None)
+            return render_block(outcome, self.policy, completion, headers)
+        return Response(upstream.body, upstream.status, headers=headers)
+
+    async def stream(self) -> Response:
+        upstream = await self._send(stream=True)
+        skip = self._skip_headers(upstream.status)
+        if upstream.status >= 400 or upstream.chunks is None:
+            body = await upstream.read_all()
+            headers = {**upstream.headers, **(skip or {})}
+            return Response(body, upstream.status, headers=headers)
+        if skip is not None:
+            return self._relay(upstream, skip, tap=None)
+        if self.mode == "monitor":
+            outcome = self.gateway.scoring.mark_pending(self.job)
+            return self._relay(upstream, self._finish(outcome), tap=StreamTap())
+        if self.policy.stream_policy == "passthrough":
+            return self._passthrough(upstream)
+        return await self._buffer(upstream)
+
+    def _relay(
+        self, upstream: UpstreamResponse, headers: dict[str, str], tap: StreamTap | None
+    ) -> Response:
+        assert upstream.chunks is not None
+        failures: list[UpstreamError] = []
+
+        async def on_close(disconnected: bool) -> None:
+            await upstream.aclose()
+            if tap is None:
+                return
+            tap.close()
+            self.job.partial = disconnected or bool(failures) or not tap.done
+            self.job.response_id = tap.accumulator.response_id
+            _note(self.request, partial=self.job.partial)
+            texts = tap.texts()
+            if texts:
+                self.gateway.scoring.submit(self.job, texts)
+            else:
+                self.gateway.scoring.skip(self.job, "no_text")
+
+        return SSEResponse(
+            relay(upstream.chunks, tap, failures),
+            headers={**upstream.headers, **headers},
+            on_close=on_close,
+        )
+
+    async def _buffer(self, upstream: UpstreamResponse) -> Response:
+        assert upstream.chunks is not None
+        tap = StreamTap()
+        try:
+            body = await buffer_all(upstream.chunks, tap)
+        except UpstreamError as exc:
+            return error_response(exc)
+        finally:
+            await upstream.aclose()
+        self.job.response_id = tap.accumulator.response_id
+        texts = tap.texts()
+        if texts:
+            outcome = await self.gateway.scoring.score(self.job, texts)
+        else:
+            outcome = self.gateway.scoring.skip(self.job, "no_text")
+        return render_buffered(outcome, body, tap, self.policy, {**upstream.headers})
+
+    def _passthrough(self, upstream: UpstreamResponse) -> Response:
+        assert upstream.chunks is not None
+        tap = StreamTap()
+
+        async def judge() -> Outcome:
+            self.job.response_id = tap.accumulator.response_id
+            texts = tap.texts()
+            if not texts:
+                outcome = self.gateway.scoring.skip(self.job, "no_text")
+            else:
+                outcome = await self.gateway.scoring.score(self.job, texts)
+            self._finish(outcome)
+            return outcome
+
+        async def on_close(disconnected: bool) -> None:
+            await upstream.aclose()
+            _note(self.request, partial=disconnected)
+
+        headers = {**upstream.headers, "x-bias-status": "pending", "x-bias-run-id": self.job.run_id}
+        return SSEResponse(
+            enforce_passthrough(upstream.chunks, tap, judge, self.policy),
+            headers=headers,
+            on_close=on_close,
+        )

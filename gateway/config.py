@@ -1,0 +1,531 @@
+"""The gateway's configuration: YAML, `${VAR}` interpolation, pydantic validation.
+
+A config file is parsed as YAML first; then `${NAME}` and `${NAME:-default}`
+are replaced inside every string value of the loaded tree, so a value taken
+from the environment can never add YAML structure. pydantic then coerces the
+strings (`"0.5"` to a float, `"true"` to a bool) and checks everything. Every
+problem surfaces as one `ConfigError` line naming the file, the field and the
+problem, for example
+
+    config/x.yaml: policies.strict.block_threshold: Input should be greater than or equal to 0
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Hashable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "ConfigError",
+    "JudgeSettings",
+    "KeySettings",
+    "ModelRoute",
+    "Policy",
+    "QueueSettings",
+    "ServerSettings",
+    "Settings",
+    "StoreSettings",
+    "UpstreamSettings",
+    "describe_settings",
+    "interpolate",
+    "load_settings",
+    "settings_from_env",
+]
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used. The message is one line, fit for a terminal."""
+
+
+# --- field types -------------------------------------------------------------
+
+
+def _blank_to_none(value: object) -> object:
+    # `${VAR:-}` yields "", which for an optional field means "not set".
+    if isinstance(value, str) and not value.strip():
+        return None
+    return value
+
+
+def _redact_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{parts.username}:****@{host}").geturl()
+
+
+def _check_url(value: str) -> str:
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an http:// or https:// URL, got {_redact_url(value)!r}")
+    # Upstream paths are appended as base_url + "/chat/completions".
+    return parts.geturl().rstrip("/")
+
+
+def _check_secret(value: SecretStr) -> SecretStr:
+    if not value.get_secret_value().strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+Url = Annotated[str, AfterValidator(_check_url)]
+Secret = Annotated[SecretStr, AfterValidator(_check_secret)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+OptionalName = Annotated[Name | None, BeforeValidator(_blank_to_none)]
+OptionalUrl = Annotated[Url | None, BeforeValidator(_blank_to_none)]
+OptionalSecret = Annotated[SecretStr | None, BeforeValidator(_blank_to_none)]
+OptionalPositiveFloat = Annotated[PositiveFloat | None, BeforeValidator(_blank_to_none)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- models ------------------------------------------------------------------
+
+
+class UpstreamSettings(_Model):
+    """The OpenAI-compatible upstream used for every model without a route of its own."""
+
+    base_url: Url = "https://api.openai.com/v1"
+    api_key: OptionalSecret = None
+    timeout: PositiveFloat = 600.0
+
+
+class ModelRoute(_Model):
+    """Where one model alias goes: an OpenAI-compatible `base_url`, a `litellm`
+    "provider/model" string, or neither (the default upstream)."""
+
+    base_url: OptionalUrl = None
+    litellm: OptionalName = None
+    model: OptionalName = None
+    api_key: OptionalSecret = None
+    timeout: OptionalPositiveFloat = None
+    forward_client_auth: bool = False
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Self:
+        if self.base_url is not None and self.litellm is not None:
+            raise ValueError("set base_url or litellm, not both")
+        if self.forward_client_auth and self.api_key is not None:
+            raise ValueError("set api_key or forward_client_auth, not both")
+        return self
+
+
+class JudgeSettings(_Model):
+    """The judge LLM; `base_url` and `api_key` default to the upstream's."""
+
+    model: Name = "gpt-4o-mini"
+    base_url: OptionalUrl = None
+    api_key: OptionalSecret = None
+    timeout: PositiveFloat = 30.0
+    max_retries: Annotated[int, Field(ge=0)] = 1
+    scale: PositiveFloat = 1.0
+    include_reason: bool = True
+    judge_whole_text_when_no_opinions: bool = True
+
+
+class Policy(_Model):
+    """What the gateway does with a score. Verdicts are reached at `>=` a threshold."""
+
+    mode: Literal["off", "monitor", "enforce"] = "monitor"
+    flag_threshold: Annotated[float, Field(ge=0)] = 0.5
+    block_threshold: Annotated[float, Field(ge=0)] = 0.8
+    block_action: Literal["error", "replace"] = "error"
+    block_status: Annotated[int, Field(ge=400, le=599)] = 422
+    refusal_text: Name = "I can't provide that response because it did not meet the content policy."
+    stream_policy: Literal["buffer", "passthrough"] = "buffer"
+    sample_rate: Annotated[float, Field(gt=0, le=1)] = 1.0
+    on_judge_error: Literal["allow", "block"] = "allow"
+    allow_client_override: bool = False
+
+    @model_validator(mode="after")
+    def _ordered_thresholds(self) -> Self:
+        if self.flag_threshold > self.block_threshold:
+            raise ValueError(
+                f"flag_threshold ({self.flag_threshold:g}) must not exceed"
+                f" block_threshold ({self.block_threshold:g})"
+            )
+        return self
+
+
+class KeySettings(_Model):
+    """A gateway API key, its display name, and the policy its requests follow."""
+
+    key: Secret
+    name: Name
+    policy: Name = "default"
+
+
+class StoreSettings(_Model):
+    path: Name = "bias-scores.db"
+    capture_content: bool = False
+
+
+class QueueSettings(_Model):
+    size: Annotated[int, Field(ge=1)] = 1000
+    workers: Annotated[int, Field(ge=1)] = 4
+    drain_deadline: Annotated[float, Field(ge=0)] = 10.0
+
+
+class ServerSettings(_Model):
+    host: Name = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 8080
+    max_body_bytes: Annotated[int, Field(ge=1)] = 10 * 1024 * 1024
+
+
+def _default_policies() -> dict[str, Policy]:
+    return {"default": Policy()}
+
+
+class Settings(_Model):
+    """The whole gateway configuration. `Settings()` alone is a valid monitor-mode setup."""
+
+    upstream: UpstreamSettings = Field(default_factory=UpstreamSettings)
+    models: dict[str, ModelRoute] = Field(default_factory=dict)
+    route_unknown_models: bool = True
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    policies: dict[str, Policy] = Field(default_factory=_default_policies)
+    default_policy: Name = "default"
+    keys: list[KeySettings] = Field(default_factory=list)
+    api_keys: list[Secret] = Field(default_factory=list)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    queue: QueueSettings = Field(default_factory=QueueSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_api_keys(cls, value: object) -> object:
+        # `${GATEWAY_API_KEYS:-}` arrives as one comma-separated string.
+        if value is None:
+            return []
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list):
+            stripped = (item.strip() if isinstance(item, str) else item for item in value)
+            return [item for item in stripped if item != ""]
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        known = ", ".join(sorted(self.policies))
+        problems: list[str] = []
+        if self.default_policy not in self.policies:
+            problems.append(
+                f"default_policy: no policy named {self.default_policy!r} (defined: {known})"
+            )
+        for index, key in enumerate(self.keys):
+            if key.policy not in self.policies:
+                problems.append(
+                    f"keys[{index}].policy: no policy named {key.policy!r} (defined: {known})"
+                )
+        names: set[str] = set()
+        values: dict[str, str] = {}
+        for key in self.all_keys():
+            if key.name in names:
+                problems.append(f"keys: name {key.name!r} is used twice")
+            names.add(key.name)
+            secret = key.key.get_secret_value()
+            if secret in values:
+                # Never echo the key itself: name the two entries sharing it.
+                problems.append(f"keys: {values[secret]!r} and {key.name!r} have the same key")
+            values.setdefault(secret, key.name)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def all_keys(self) -> list[KeySettings]:
+        """`keys`, then one key per `api_keys` entry, named `key-1`, `key-2`, ..."""
+        generated = [
+            KeySettings(key=key, name=f"key-{number}", policy=self.default_policy)
+            for number, key in enumerate(self.api_keys, start=1)
+        ]
+        return [*self.keys, *generated]
+
+    def judge_base_url(self) -> str:
+        return self.judge.base_url or self.upstream.base_url
+
+    def judge_api_key(self) -> SecretStr | None:
+        return self.judge.api_key or self.upstream.api_key
+
+
+# --- interpolation -----------------------------------------------------------
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def interpolate(text: str, env: Mapping[str, str]) -> str:
+    """Replace `${NAME}` and `${NAME:-default}` in `text`; `$$` is a literal `$`.
+
+    The default applies when NAME is unset or empty, as in the shell, and may
+    itself hold references: `${JUDGE_KEY:-${OPENAI_API_KEY}}`.
+
+    >>> interpolate("${HOST:-localhost}:${PORT}", {"PORT": "80"})
+    'localhost:80'
+    """
+    out: list[str] = []
+    position = 0
+    while (dollar := text.find("$", position)) != -1:
+        out.append(text[position:dollar])
+        following = text[dollar + 1 : dollar + 2]
+        if following == "$":
+            out.append("$")
+            position = dollar + 2
+        elif following == "{":
+            value, position = _reference(text, dollar + 2, env)
+            out.append(value)
+        else:
+            out.append("$")
+            position = dollar + 1
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _reference(text: str, start: int, env: Mapping[str, str]) -> tuple[str, int]:
+    """Resolve the reference whose name starts at `start`; return it and the end offset."""
+    match = _NAME.match(text, start)
+    end = match.end() if match else start
+    if match and text.startswith("}", end):
+        name = match.group()
+        if name not in env:
+            raise ConfigError(
+                f"environment variable {name} is not set (write ${{{name}:-}} to make it optional)"
+            )
+        return env[name], end + 1
+    if match and text.startswith(":-", end):
+        close = _closing_brace(text, end + 2)
+        value = env.get(match.group(), "")
+        if value:
+            return value, close + 1
+        return interpolate(text[end + 2 : close], env), close + 1
+    if "}" not in text[start:]:
+        raise ConfigError("unterminated '${' (write $$ for a literal $)")
+    reference = text[start - 2 : text.index("}", start) + 1]
+    raise ConfigError(f"invalid reference {reference!r}: expected ${{NAME}} or ${{NAME:-default}}")
+
+
+def _closing_brace(text: str, start: int) -> int:
+    depth = 0
+    index = start
+    while index < len(text):
+        if text.startswith("$$", index):
+            index += 2
+            continue
+        if text.startswith("${", index):
+            depth += 1
+            index += 2
+            continue
+        if text[index] == "}":
+            if depth == 0:
+                return index
+            depth -= 1
+        index += 1
+    raise ConfigError("unterminated '${' (write $$ for a literal $)")
+
+
+def _interpolate_tree(node: Any, env: Mapping[str, str], loc: tuple[str | int, ...]) -> Any:
+    if isinstance(node, str):
+        try:
+            return interpolate(node, env)
+        except ConfigError as exc:
+            raise ConfigError(f"{_format_loc(loc)}: {exc}" if loc else str(exc)) from None
+    if isinstance(node, dict):
+        return {key: _interpolate_tree(value, env, (*loc, key)) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_interpolate_tree(item, env, (*loc, index)) for index, item in enumerate(node)]
+    return node
+
+
+# --- loading -----------------------------------------------------------------
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans (so `mode: off` stays a string) and no silent duplicate keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
+                key_node, yaml.ScalarNode
+            ):
+                continue
+            if key_node.value in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key_node.value!r}", key_node.start_mark
+                )
+            seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
+
+
+_BOOL = "tag:yaml.org,2002:bool"
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_settings(path: str | Path, env: Mapping[str, str] | None = None) -> Settings:
+    """Read, interpolate and validate a YAML config file.
+
+    `env` defaults to `os.environ`. Raises `ConfigError` with one line naming
+    the file, the field and the problem.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        tree = yaml.load(text, Loader=_Loader)  # _Loader derives from SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(f"{path}: {_yaml_problem(exc)}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(tree, dict):
+        found = "an empty document" if tree is None else type(tree).__name__
+        raise ConfigError(f"{path}: the top level must be a mapping, not {found}")
+    return _build(tree, str(path), os.environ if env is None else env)
+
+
+def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
+    """The settings the shipped `config/gateway.yaml` gives, from the environment alone.
+
+    The wheel does not carry `config/`, so the file's shape is mirrored here;
+    a test keeps the two equal.
+    """
+    return _build(_ENV_TEMPLATE, "environment", os.environ if env is None else env)
+
+
+# Mirrors config/gateway.yaml; values equal to the model defaults are left out.
+_ENV_TEMPLATE: dict[str, Any] = {
+    "upstream": {
+        "base_url": "${OPENAI_BASE_URL:-https://api.openai.com/v1}",
+        "api_key": "${OPENAI_API_KEY:-}",
+    },
+    "judge": {
+        "model": "${BIAS_JUDGE_MODEL:-gpt-4o-mini}",
+        "base_url": "${BIAS_JUDGE_BASE_URL:-}",
+        "api_key": "${BIAS_JUDGE_API_KEY:-}",
+        "scale": "${BIAS_SCALE:-1}",
+    },
+    "policies": {
+        "default": {
+            "mode": "${BIAS_MODE:-monitor}",
+            "flag_threshold": "${BIAS_FLAG_THRESHOLD:-0.5}",
+            "block_threshold": "${BIAS_BLOCK_THRESHOLD:-0.8}",
+        },
+    },
+    "api_keys": "${GATEWAY_API_KEYS:-}",
+    "store": {"path": "${BIAS_STORE_PATH:-bias-scores.db}"},
+    "server": {
+        "host": "${GATEWAY_HOST:-127.0.0.1}",
+        "port": "${GATEWAY_PORT:-8080}",
+    },
+}
+
+
+def _build(tree: dict[str, Any], source: str, env: Mapping[str, str]) -> Settings:
+    try:
+        return Settings.model_validate(_interpolate_tree(tree, env, ()))
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except ValidationError as exc:
+        # `from None`: pydantic's own message would print the inputs, secrets included.
+        raise ConfigError(f"{source}: {_format_errors(exc)}") from None
+
+
+def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    problem = exc.problem or exc.context or "invalid YAML"
+    if mark is None:
+        return f"invalid YAML: {problem}"
+    return f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
+# Errors where the offending value helps, e.g. when it came from the environment.
+_SHOW_INPUT = frozenset({"bool_parsing", "float_parsing", "int_parsing", "literal_error"})
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _format_loc(loc: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.fullmatch(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{part!r}]"
+    return out
+
+
+def _format_errors(exc: ValidationError) -> str:
+    parts: list[str] = []
+    for error in exc.errors(include_url=False):
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] in _SHOW_INPUT and isinstance(error["input"], str):
+            message += f", got {error['input']!r}"
+        location = _format_loc(tuple(error["loc"]))
+        parts.append(f"{location}: {message}" if location else message)
+    return "; ".join(parts).replace("\n", " ")
+
+
+# --- describing --------------------------------------------------------------
+
+
+def describe_settings(settings: Settings) -> dict[str, Any]:
+    """The effective settings as JSON-ready data, every secret masked (`sk-…abcd`).
+
+    `keys` lists every key, the ones generated from `api_keys` included, and
+    the judge's `base_url`/`api_key` show what the judge will actually use.
+    """
+    data = settings.model_dump(exclude={"api_keys"})
+    data["keys"] = [key.model_dump() for key in settings.all_keys()]
+    data["judge"]["base_url"] = settings.judge_base_url()
+    data["judge"]["api_key"] = settings.judge_api_key()
+    masked: dict[str, Any] = _mask_tree(data, None)
+    return masked
+
+
+def _mask_tree(node: Any, key: object) -> Any:
+    if isinstance(node, SecretStr):
+        return _mask(node.get_secret_value())
+    if isinstance(node, str) and key == "base_url":
+        return _redact_url(node)
+    if isinstance(node, dict):
+        return {name: _mask_tree(value, name) for name, value in node.items()}
+    if isinstance(node, list):
+        return [_mask_tree(item, key) for item in node]
+    return node
+
+
+def _mask(secret: str) -> str:
+    if len(secret) < 12:
+        return "****"
+    return f"{secret[:3]}…{secret[-4:]}"

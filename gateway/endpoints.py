@@ -1,0 +1,115 @@
+"""The gateway's other endpoints: models, score lookup, health, and `/v1/*` pass-through."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from gateway.chat import read_body
+from gateway.errors import NotFound, UpstreamError
+from gateway.state import Gateway
+
+__all__ = ["healthz", "list_models", "passthrough", "readyz", "score_lookup"]
+
+# Request headers never passed on: hop-by-hop, and the gateway's own credentials.
+_DROPPED_REQUEST_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "authorization",
+        "api-key",
+        "x-api-key",
+        "accept-encoding",
+        "transfer-encoding",
+        "keep-alive",
+        "upgrade",
+        "cookie",
+    }
+)
+
+
+def _gateway(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    gateway = _gateway(request)
+    if not gateway.ready:
+        return JSONResponse({"status": "starting or stopping"}, status_code=503)
+    return JSONResponse({"status": "ready", "queue_depth": gateway.scoring.queue_depth})
+
+
+async def list_models(request: Request) -> Response:
+    """The configured aliases, merged with the default upstream's list when it answers."""
+    gateway = _gateway(request)
+    gateway.auth.check(request.headers)
+    models: dict[str, dict[str, Any]] = {
+        alias: {"id": alias, "object": "model", "created": 0, "owned_by": "bias-gateway"}
+        for alias in gateway.router.aliases()
+    }
+    target = gateway.router.default
+    headers = {"authorization": f"Bearer {target.api_key}"} if target.api_key else {}
+    try:
+        answer = await gateway.upstream.request(
+            "GET",
+            target.base_url.rstrip("/") + "/models",
+            body=None,
+            headers=headers,
+            timeout=min(target.timeout, 10),
+            stream=False,
+        )
+        listed = json.loads(answer.body).get("data", []) if answer.status == 200 else []
+    except (UpstreamError, ValueError, AttributeError):
+        listed = []
+    for model in listed:
+        if isinstance(model, dict) and isinstance(model.get("id"), str):
+            models.setdefault(model["id"], model)
+    return JSONResponse({"object": "list", "data": list(models.values())})
+
+
+async def score_lookup(request: Request) -> Response:
+    gateway = _gateway(request)
+    gateway.auth.check(request.headers)
+    run_id = request.path_params["run_id"]
+    record = await gateway.store.get(run_id)
+    if record is None:
+        raise NotFound(f"No bias score with run id `{run_id}`.", param="run_id")
+    return JSONResponse(record.to_dict())
+
+
+async def passthrough(request: Request) -> Response:
+    """Any other `/v1/*` call goes to the default upstream unscored."""
+    gateway = _gateway(request)
+    gateway.auth.check(request.headers)
+    body = await read_body(request, gateway.settings.server.max_body_bytes)
+    target = gateway.router.default
+    headers = {
+        name: value
+        for name, value in request.headers.items()
+        if name not in _DROPPED_REQUEST_HEADERS and not name.startswith("x-bias-")
+    }
+    if target.api_key:
+        headers["authorization"] = f"Bearer {target.api_key}"
+    path = request.url.path.removeprefix("/v1")
+    url = target.base_url.rstrip("/") + path
+    if request.url.query:
+        url += "?" + request.url.query
+    answer = await gateway.upstream.request(
+        request.method,
+        url,
+        body=body or None,
+        headers=headers,
+        timeout=target.timeout,
+        stream=False,
+    )
+    headers = {**answer.headers, "x-bias-status": "skipped", "x-bias-skip-reason": "unscored_path"}
+    return Response(answer.body, answer.status, headers=headers)

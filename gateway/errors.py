@@ -1,0 +1,122 @@
+"""The gateway's errors and the one table that turns them into OpenAI error envelopes.
+
+Foreign exceptions (aiohttp, litellm, guard's judge errors) are translated at
+the boundary, in `gateway.upstream` and `gateway.scoring`, and chained with
+`from`. A bias *decision* is never an exception: blocks are values rendered in
+`gateway.decisions`.
+
+    GatewayError
+    ├── BadRequest                  400 invalid_request_error
+    ├── AuthenticationFailed        401 invalid_api_key
+    ├── NotFound                    404 not_found
+    │   └── ModelNotFound           404 model_not_found
+    ├── PayloadTooLarge             413 request_too_large
+    ├── JudgeFailureBlocked         503 bias_judge_unavailable
+    └── UpstreamError
+        ├── UpstreamUnavailable     502 upstream_unavailable (connect refused, reset)
+        ├── UpstreamProtocolError   502 upstream_protocol_error (unreadable answer)
+        └── UpstreamTimeout         504 upstream_timeout
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+__all__ = [
+    "AuthenticationFailed",
+    "BadRequest",
+    "GatewayError",
+    "JudgeFailureBlocked",
+    "ModelNotFound",
+    "NotFound",
+    "PayloadTooLarge",
+    "UpstreamError",
+    "UpstreamProtocolError",
+    "UpstreamTimeout",
+    "UpstreamUnavailable",
+    "envelope",
+    "error_response",
+]
+
+
+class GatewayError(Exception):
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+class BadRequest(GatewayError):
+    pass
+
+
+class AuthenticationFailed(GatewayError):
+    pass
+
+
+class NotFound(GatewayError):
+    pass
+
+
+class ModelNotFound(NotFound):
+    pass
+
+
+class PayloadTooLarge(GatewayError):
+    pass
+
+
+class JudgeFailureBlocked(GatewayError):
+    pass
+
+
+class UpstreamError(GatewayError):
+    pass
+
+
+class UpstreamUnavailable(UpstreamError):
+    pass
+
+
+class UpstreamProtocolError(UpstreamError):
+    pass
+
+
+class UpstreamTimeout(UpstreamError):
+    pass
+
+
+# error class -> (HTTP status, OpenAI error type, error code); the most specific class wins.
+_TABLE: dict[type[GatewayError], tuple[int, str, str]] = {
+    BadRequest: (400, "invalid_request_error", "invalid_request"),
+    AuthenticationFailed: (401, "invalid_request_error", "invalid_api_key"),
+    NotFound: (404, "invalid_request_error", "not_found"),
+    ModelNotFound: (404, "invalid_request_error", "model_not_found"),
+    PayloadTooLarge: (413, "invalid_request_error", "request_too_large"),
+    JudgeFailureBlocked: (503, "bias_judge_error", "bias_judge_unavailable"),
+    UpstreamUnavailable: (502, "upstream_error", "upstream_unavailable"),
+    UpstreamProtocolError: (502, "upstream_error", "upstream_protocol_error"),
+    UpstreamTimeout: (504, "upstream_error", "upstream_timeout"),
+}
+
+
+def status_of(exc: GatewayError) -> tuple[int, str, str]:
+    for cls in type(exc).__mro__:
+        if cls in _TABLE:
+            return _TABLE[cls]
+    return 500, "server_error", "internal_error"
+
+
+def envelope(
+    message: str, *, type: str, code: str | None, param: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """The OpenAI error body: `{"error": {"message", "type", "param", "code", ...}}`."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code, **extra}}
+
+
+def error_response(exc: GatewayError, headers: dict[str, str] | None = None) -> JSONResponse:
+    status, kind, code = status_of(exc)
+    body = envelope(exc.message, type=kind, code=code, param=exc.param)
+    return JSONResponse(body, status_code=status, headers=headers)

@@ -1,0 +1,382 @@
+"""The score store: embedded SQLite in WAL mode, written by one dedicated thread.
+
+Why one writer thread: SQLite admits one writer at a time, and a commit waits on
+the disk (fsync) or, with several gateway processes on one file, on another
+process's lock for up to the busy timeout. Done on the event loop, either would
+stall every request in flight. So `submit()` only puts the record on a queue and
+returns; a single thread owns the write connection, drains the queue and commits
+up to `batch_max` records per transaction. One thread means no write locks in
+Python, submission order is kept (a run's `pending` row never overtakes its
+`scored` row), and a burst of scores shares one fsync. Reads go through a
+second connection, which WAL lets run while the writer commits.
+
+    store = ScoreStore("var/scores.db")
+    store.start()
+    store.submit(ScoreRecord(run_id="r1", status="pending", created_at=time.time()))
+    record = await store.get("r1")  # flushes first, so r1 is there
+    await store.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+__all__ = ["FINAL_STATUSES", "ScoreRecord", "ScoreStore", "Status", "StoreError"]
+
+Status = Literal["pending", "scored", "error", "skipped", "dropped"]
+
+FINAL_STATUSES: frozenset[str] = frozenset({"scored", "error", "skipped", "dropped"})
+
+logger = logging.getLogger("gateway.store")
+
+_STATUSES = frozenset(get_args(Status))
+_BUSY_TIMEOUT_MS = 5000
+
+
+class StoreError(Exception):
+    """The score store's database could not be opened."""
+
+
+@dataclass(slots=True)
+class ScoreRecord:
+    """One scored (or not scored) response, keyed by the scorer's run id."""
+
+    run_id: str
+    status: Status
+    created_at: float
+    model: str | None = None
+    key_name: str | None = None
+    mode: str | None = None
+    stream: bool = False
+    partial: bool = False
+    score: float | None = None
+    verdict: str | None = None
+    reason: str | None = None
+    status_reason: str | None = None
+    result: dict[str, Any] | None = None
+    response_id: str | None = None
+    request_id: str | None = None
+    prompt: str | None = None
+    completion: str | None = None
+    updated_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as plain JSON-ready values (`result` is deep-copied)."""
+        return dataclasses.asdict(self)
+
+
+_COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
+_BOOL_COLUMNS = frozenset({"stream", "partial"})
+_REAL_COLUMNS = frozenset({"created_at", "updated_at", "score"})
+_JSON_COLUMNS = frozenset({"result"})
+
+_SCHEMA = """
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS scores (
+    run_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    model TEXT,
+    key_name TEXT,
+    mode TEXT,
+    stream INTEGER NOT NULL DEFAULT 0,
+    partial INTEGER NOT NULL DEFAULT 0,
+    score REAL,
+    verdict TEXT,
+    reason TEXT,
+    status_reason TEXT,
+    result TEXT,
+    response_id TEXT,
+    request_id TEXT,
+    prompt TEXT,
+    completion TEXT,
+    updated_at REAL
+);
+CREATE INDEX IF NOT EXISTS scores_status ON scores (status);
+CREATE INDEX IF NOT EXISTS scores_created_at ON scores (created_at);
+COMMIT;
+"""
+
+_UPSERT = (
+    f"INSERT INTO scores ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
+    " ON CONFLICT (run_id) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in _COLUMNS if name != "run_id")
+)
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM scores WHERE run_id = ?"
+_DROP_PENDING = (
+    "UPDATE scores SET status = 'dropped', status_reason = 'gateway_restarted', updated_at = ?"
+    " WHERE status = 'pending'"
+)
+
+
+@dataclass(slots=True)
+class _Barrier:
+    """Queued by `flush()`: released once every record queued before it is committed."""
+
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
+
+    def release(self) -> None:
+        # The loop may have closed while the writer was busy; then nobody is waiting.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(_set_done, self.future)
+
+
+class _Stop:
+    """Queued once by `close()`: the writer commits what came before and exits."""
+
+
+_Item = ScoreRecord | _Barrier | _Stop
+
+
+def _set_done(future: asyncio.Future[None]) -> None:
+    if not future.done():  # a cancelled flush() leaves a done future behind
+        future.set_result(None)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # isolation_level=None: transactions are explicit, so the writer can BEGIN IMMEDIATE
+    # (take the write lock up front, honouring busy_timeout) instead of upgrading later.
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def _to_row(record: ScoreRecord) -> tuple[object, ...]:
+    row: list[object] = []
+    for name in _COLUMNS:
+        value = getattr(record, name)
+        if value is None:
+            row.append(None)
+        elif name in _BOOL_COLUMNS:
+            row.append(int(bool(value)))
+        elif name in _REAL_COLUMNS:
+            row.append(float(value))
+        elif name in _JSON_COLUMNS:
+            row.append(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+        elif isinstance(value, str):
+            row.append(value)
+        else:
+            raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    return tuple(row)
+
+
+def _from_row(row: tuple[Any, ...]) -> ScoreRecord:
+    values = dict(zip(_COLUMNS, row, strict=True))
+    for name in _BOOL_COLUMNS:
+        values[name] = bool(values[name])
+    for name in _JSON_COLUMNS:
+        if values[name] is not None:
+            values[name] = json.loads(values[name])
+    return ScoreRecord(**values)
+
+
+class ScoreStore:
+    """Score records in one SQLite file, written off the event loop.
+
+    Call `start()` before use and `await close()` at shutdown. `submit()` may be
+    called from any thread; the async methods belong to the running loop.
+    """
+
+    def __init__(self, path: str | Path, *, batch_max: int = 512) -> None:
+        if batch_max < 1:
+            raise ValueError(f"batch_max must be >= 1, got {batch_max}")
+        self._path = Path(path)
+        self._batch_max = batch_max
+        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
+        # Guards _state so that no record can be queued behind the stop item.
+        self._lock = threading.Lock()
+        self._state: Literal["new", "running", "closed"] = "new"
+        self._thread: threading.Thread | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._read_lock = threading.Lock()
+
+    def start(self, *, sweep_pending: bool = True) -> None:
+        """Open the file, create the schema, and mark the last run's pending records dropped.
+
+        With several worker processes on one file, only the parent sweeps
+        (`sweep_pending=False` in the workers): a worker starting late would
+        otherwise drop its siblings' live jobs.
+        """
+        with self._lock:
+            if self._state != "new":
+                raise RuntimeError("the score store can only be started once")
+            writer = reader = None
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                writer = _connect(self._path)
+                (mode,) = writer.execute("PRAGMA journal_mode = WAL").fetchone()
+                if str(mode).lower() != "wal":
+                    raise StoreError(f"score store {self._path}: WAL mode unavailable ({mode})")
+                writer.execute("PRAGMA synchronous = NORMAL")
+                writer.executescript(_SCHEMA)
+                dropped = (
+                    writer.execute(_DROP_PENDING, (time.time(),)).rowcount if sweep_pending else 0
+                )
+                reader = _connect(self._path)
+                reader.execute("PRAGMA query_only = ON")
+            except (OSError, sqlite3.Error) as exc:
+                for conn in (writer, reader):
+                    if conn is not None:
+                        conn.close()
+                raise StoreError(f"cannot open score store {self._path}: {exc}") from exc
+            except StoreError:
+                if writer is not None:
+                    writer.close()
+                raise
+            if dropped:
+                logger.warning(
+                    "marked %d pending score records dropped (gateway_restarted)", dropped
+                )
+            self._reader = reader
+            self._thread = threading.Thread(
+                target=self._run, args=(writer,), name="gateway-store-writer", daemon=True
+            )
+            self._thread.start()
+            self._state = "running"
+
+    def submit(self, record: ScoreRecord) -> None:
+        """Queue an upsert of the whole record; returns at once, from any thread.
+
+        The record is copied, so later changes to it are not stored.
+        """
+        if record.status not in _STATUSES:
+            raise ValueError(f"unknown score status {record.status!r}")
+        if not isinstance(record.run_id, str):
+            raise TypeError(f"run_id must be a str, not {type(record.run_id).__name__}")
+        snapshot = dataclasses.replace(record)
+        with self._lock:
+            if self._state != "running":
+                raise RuntimeError(f"the score store is {self._state_word()}")
+            self._queue.put(snapshot)
+
+    async def flush(self) -> None:
+        """Wait until every record submitted before this call is committed."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            state = self._state
+            if state == "running":
+                self._queue.put(_Barrier(loop, future))
+        if state == "running":
+            await future
+        elif self._thread is not None:
+            # Closing or closed: the writer commits everything queued before it exits.
+            await asyncio.to_thread(self._thread.join)
+        else:
+            raise RuntimeError("the score store is not started")
+
+    async def get(self, run_id: str) -> ScoreRecord | None:
+        """The record for `run_id` after a flush, or None if there is none."""
+        await self.flush()
+        return await asyncio.to_thread(self._read, run_id)
+
+    async def close(self) -> None:
+        """Commit what was submitted, stop the writer and close the file. Idempotent."""
+        with self._lock:
+            state = self._state
+            self._state = "closed"
+            if state == "running":
+                self._queue.put(_Stop())
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join)
+        await asyncio.to_thread(self._close_reader)
+
+    def counts(self) -> dict[str, int]:
+        """Committed records per status, every known status included (0 if none)."""
+        counts = dict.fromkeys(sorted(_STATUSES), 0)
+        with self._read_lock:
+            reader = self._require_reader()
+            rows = reader.execute("SELECT status, COUNT(*) FROM scores GROUP BY status")
+            counts.update(rows.fetchall())
+        return counts
+
+    def _state_word(self) -> str:
+        return "closed" if self._state == "closed" else "not started"
+
+    def _require_reader(self) -> sqlite3.Connection:
+        if self._reader is None:
+            raise RuntimeError(f"the score store is {self._state_word()}")
+        return self._reader
+
+    def _read(self, run_id: str) -> ScoreRecord | None:
+        with self._read_lock:
+            row = self._require_reader().execute(_SELECT, (run_id,)).fetchone()
+        return None if row is None else _from_row(row)
+
+    def _close_reader(self) -> None:
+        with self._read_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
+    # The writer thread.
+
+    def _run(self, conn: sqlite3.Connection) -> None:
+        try:
+            while True:
+                records, barriers, stop = self._next_batch()
+                try:
+                    self._write(conn, records)
+                except Exception:
+                    # Never let the writer die: the queue would grow and flush() hang.
+                    logger.exception("score store writer failed on %d records", len(records))
+                for barrier in barriers:
+                    barrier.release()
+                if stop:
+                    return
+        finally:
+            conn.close()
+
+    def _next_batch(self) -> tuple[list[ScoreRecord], list[_Barrier], bool]:
+        records: list[ScoreRecord] = []
+        barriers: list[_Barrier] = []
+        item = self._queue.get()
+        while True:
+            if isinstance(item, ScoreRecord):
+                records.append(item)
+            elif isinstance(item, _Barrier):
+                barriers.append(item)
+            else:
+                return records, barriers, True
+            if len(records) >= self._batch_max:
+                return records, barriers, False
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return records, barriers, False
+
+    def _write(self, conn: sqlite3.Connection, records: list[ScoreRecord]) -> None:
+        rows = []
+        for record in records:
+            try:
+                rows.append(_to_row(record))
+            except Exception as exc:  # a bad result dict (cycles, objects) loses one record only
+                logger.error("score record %s not stored: %s", record.run_id, exc)
+        if not rows:
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(_UPSERT, rows)
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            logger.exception(
+                "could not store %d score records (run_id %s to %s)",
+                len(rows),
+                rows[0][0],
+                rows[-1][0],
+            )
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")

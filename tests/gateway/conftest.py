@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from gateway.app import create_app
+from gateway.config import Settings
+from gateway.state import Gateway
+from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
+from tests.support.servers import ServerThread
+
+
+@dataclass
+class RunningGateway:
+    server: ServerThread
+    app: Any
+    settings: Settings
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def state(self) -> Gateway:
+        state: Gateway = self.app.state.gateway
+        return state
+
+    def client(self, api_key: str = "sk-client", **options: Any) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key=api_key, max_retries=0, **options)
+
+    def async_client(self, api_key: str = "sk-client", **options: Any) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            base_url=f"{self.url}/v1", api_key=api_key, max_retries=0, **options
+        )
+
+    def http(self, api_key: str | None = None) -> httpx.Client:
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+    def wait_for_score(
+        self, run_id: str, *, timeout: float = 10, api_key: str | None = None
+    ) -> dict[str, Any]:
+        """Poll the score endpoint, as a client would, until the status is final."""
+        deadline = time.monotonic() + timeout
+        with self.http(api_key) as http:
+            while True:
+                response = http.get(f"/v1/bias/scores/{run_id}")
+                if response.status_code == 200 and response.json()["status"] != "pending":
+                    return dict(response.json())
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"score {run_id} not final: {response.text}")
+                time.sleep(0.02)
+
+
+def settings_for(fake: FakeOpenAI, tmp_path: Path, **overrides: Any) -> Settings:
+    """Settings pointing the upstream and the judge at the fake; `overrides` merge on top."""
+    data: dict[str, Any] = {
+        "upstream": {"base_url": fake.base_url, "api_key": "sk-upstream-secret", "timeout": 10},
+        "judge": {"model": JUDGE_MODEL, "timeout": 5, "max_retries": 0},
+        "store": {"path": str(tmp_path / "scores.db")},
+        "queue": {"size": 100, "workers": 2, "drain_deadline": 5},
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return Settings.model_validate(data)
+
+
+@pytest.fixture
+def make_gateway(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> Iterator[Callable[..., RunningGateway]]:
+    """Start the gateway under real uvicorn on 127.0.0.1; keyword arguments override settings."""
+    running: list[RunningGateway] = []
+
+    def make(**overrides: Any) -> RunningGateway:
+        settings = settings_for(fake_openai, tmp_path, **overrides)
+        app = create_app(settings)
+        server = ServerThread(app, lifespan="on").start()
+        gateway = RunningGateway(server, app, settings)
+        running.append(gateway)
+        return gateway
+
+    yield make
+    for gateway in running:
+        gateway.server.stop()
+
+
+def policy(**fields: Any) -> dict[str, Any]:
+    return {"policies": {"default": fields}}

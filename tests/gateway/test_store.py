@@ -1,0 +1,383 @@
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.store import FINAL_STATUSES, ScoreRecord, ScoreStore, StoreError
+
+WRITER = "gateway-store-writer"
+MakeStore = Callable[..., ScoreStore]
+
+
+@pytest.fixture
+async def make_store(tmp_path: Path) -> AsyncIterator[MakeStore]:
+    """A factory of started stores on files in tmp_path; all are closed at teardown."""
+    stores: list[ScoreStore] = []
+
+    def make(path: Path | None = None, **kwargs: Any) -> ScoreStore:
+        store = ScoreStore(path or tmp_path / "scores.db", **kwargs)
+        store.start()
+        stores.append(store)
+        return store
+
+    yield make
+    for store in stores:
+        await store.close()
+
+
+def record(run_id: str = "run-1", **fields: Any) -> ScoreRecord:
+    fields.setdefault("status", "pending")
+    fields.setdefault("created_at", 1_700_000_000.25)
+    return ScoreRecord(run_id=run_id, **fields)
+
+
+def full_record(run_id: str = "run-full") -> ScoreRecord:
+    """A record with no field left at its default."""
+    return ScoreRecord(
+        run_id=run_id,
+        status="scored",
+        created_at=1_700_000_000.123456,
+        model="gpt-4o-mini",
+        key_name="team-a",
+        mode="enforce",
+        stream=True,
+        partial=True,
+        score=0.67,
+        verdict="flag",
+        reason="Two of three opinions generalise about «people from the north».",
+        status_reason="ok",
+        result={
+            "runId": run_id,
+            "preprocessStepResult": {"opinions": ["a", "b", "c"]},
+            "analyzeStepResult": {"results": [{"result": "yes", "reason": "r"}]},
+            "score": 0.67,
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3},
+            "durations": {"preprocess": 0.5},
+            "cached": False,
+            "extra": None,
+        },
+        response_id="chatcmpl-1",
+        request_id="req-1",
+        prompt="Tell me about cities.",
+        completion="Northerners are all lazy.",
+        updated_at=1_700_000_001.5,
+    )
+
+
+def raw_count(path: Path, where: str = "1", params: tuple[Any, ...] = ()) -> int:
+    """Rows committed to the file, seen through a connection the store does not own."""
+    with sqlite3.connect(path) as conn:
+        (count,) = conn.execute(f"SELECT COUNT(*) FROM scores WHERE {where}", params).fetchone()
+    conn.close()
+    return int(count)
+
+
+def writer_threads() -> int:
+    return sum(thread.name == WRITER for thread in threading.enumerate())
+
+
+def test_final_statuses() -> None:
+    assert frozenset({"scored", "error", "skipped", "dropped"}) == FINAL_STATUSES
+
+
+def test_to_dict_is_json_ready() -> None:
+    rec = full_record()
+    data = rec.to_dict()
+    assert list(data) == [field.name for field in dataclasses.fields(ScoreRecord)]
+    assert json.loads(json.dumps(data)) == data
+    assert data["result"] == rec.result
+    assert data["result"] is not rec.result
+
+
+async def test_round_trip_every_field(make_store: MakeStore) -> None:
+    store = make_store()
+    full, minimal = full_record(), record("run-minimal")
+    store.submit(full)
+    store.submit(minimal)
+    got_full, got_minimal = await store.get("run-full"), await store.get("run-minimal")
+    assert got_full == full
+    assert got_minimal == minimal
+    # 1 == True, so equality alone would not notice integers coming back.
+    assert got_full is not None
+    assert got_full.stream is True
+    assert got_full.partial is True
+    assert got_minimal is not None
+    assert got_minimal.stream is False
+
+
+async def test_booleans_and_json_stored_as_integers_and_text(
+    make_store: MakeStore, tmp_path: Path
+) -> None:
+    store = make_store()
+    store.submit(full_record())
+    await store.flush()
+    with sqlite3.connect(tmp_path / "scores.db") as conn:
+        row = conn.execute(
+            "SELECT typeof(stream), stream, typeof(partial), typeof(result), result FROM scores"
+        ).fetchone()
+    conn.close()
+    assert row[:4] == ("integer", 1, "integer", "text")
+    assert json.loads(row[4]) == full_record().result
+
+
+async def test_upsert_replaces_the_whole_record(make_store: MakeStore) -> None:
+    store = make_store()
+    store.submit(full_record("run-1"))
+    replacement = record("run-1", status="error", status_reason="JudgeTimeout")
+    store.submit(replacement)
+    assert await store.get("run-1") == replacement
+    assert store.counts()["error"] == 1
+    assert sum(store.counts().values()) == 1
+
+
+async def test_submit_copies_the_record(make_store: MakeStore) -> None:
+    store = make_store()
+    rec = record("run-1")
+    store.submit(rec)
+    rec.status = "scored"
+    got = await store.get("run-1")
+    assert got is not None
+    assert got.status == "pending"
+
+
+async def test_get_unknown_run_id_is_none(make_store: MakeStore) -> None:
+    store = make_store()
+    store.submit(record("run-1"))
+    assert await store.get("no-such-run") is None
+
+
+async def test_wal_mode_is_on(make_store: MakeStore, tmp_path: Path) -> None:
+    make_store(tmp_path / "nested" / "dir" / "scores.db")
+    conn = sqlite3.connect(tmp_path / "nested" / "dir" / "scores.db")
+    try:
+        (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+    finally:
+        conn.close()
+    assert mode == "wal"
+
+
+async def test_submit_never_waits_for_the_database(make_store: MakeStore, tmp_path: Path) -> None:
+    path = tmp_path / "scores.db"
+    store = make_store(path)
+    # Another connection holds the write lock, so no commit can happen until it lets go.
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        for i in range(10_000):
+            store.submit(record(f"run-{i}"))
+        flushed = asyncio.ensure_future(store.flush())
+        await asyncio.sleep(0.1)  # the loop keeps running while the writer waits
+        assert not flushed.done()
+        assert raw_count(path) == 0
+        assert sum(store.counts().values()) == 0  # readers are not blocked by the writer
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await flushed
+    assert raw_count(path) == 10_000
+
+
+async def test_batching_stores_every_record(make_store: MakeStore, tmp_path: Path) -> None:
+    store = make_store(batch_max=7)
+    for i in range(10_000):
+        store.submit(record(f"run-{i}", status="scored", score=i / 10_000))
+    await store.flush()
+    assert store.counts()["scored"] == 10_000
+    assert raw_count(tmp_path / "scores.db", "score = ?", (0.9999,)) == 1
+
+
+async def test_get_flushes_first(make_store: MakeStore) -> None:
+    store = make_store()
+    for i in range(1_000):
+        store.submit(record(f"run-{i}"))
+    got = await store.get("run-999")
+    assert got == record("run-999")
+
+
+async def test_restart_drops_pending_and_keeps_final(tmp_path: Path) -> None:
+    path = tmp_path / "scores.db"
+    first = ScoreStore(path)
+    first.start()
+    scored, failed = full_record("run-scored"), record("run-error", status="error")
+    first.submit(record("run-pending", model="m"))
+    first.submit(scored)
+    first.submit(failed)
+    await first.close()
+
+    before = time.time()
+    second = ScoreStore(path)
+    second.start()
+    try:
+        dropped = await second.get("run-pending")
+        assert dropped is not None
+        assert dropped.status == "dropped"
+        assert dropped.status_reason == "gateway_restarted"
+        assert dropped.model == "m"
+        assert dropped.updated_at is not None
+        assert dropped.updated_at >= before
+        assert await second.get("run-scored") == scored
+        assert await second.get("run-error") == failed
+        assert second.counts()["pending"] == 0
+    finally:
+        await second.close()
+
+
+async def test_close_commits_stops_and_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "scores.db"
+    threads_before = writer_threads()
+    store = ScoreStore(path)
+    store.start()
+    assert writer_threads() == threads_before + 1
+    for i in range(100):
+        store.submit(record(f"run-{i}"))
+    await store.close()
+    assert writer_threads() == threads_before
+    assert raw_count(path) == 100
+    await store.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        store.submit(record("late"))
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.get("run-1")
+    with pytest.raises(RuntimeError, match="closed"):
+        store.counts()
+    await store.flush()  # nothing left to wait for
+    assert raw_count(path) == 100
+
+
+async def test_concurrent_closes_both_wait_for_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "scores.db"
+    store = ScoreStore(path)
+    store.start()
+    for i in range(2_000):
+        store.submit(record(f"run-{i}"))
+    await asyncio.gather(store.close(), store.close())
+    assert raw_count(path) == 2_000
+
+
+async def test_unstarted_store_refuses_work(tmp_path: Path) -> None:
+    store = ScoreStore(tmp_path / "scores.db")
+    with pytest.raises(RuntimeError, match="not started"):
+        store.submit(record())
+    with pytest.raises(RuntimeError, match="not started"):
+        await store.flush()
+    with pytest.raises(RuntimeError, match="not started"):
+        store.counts()
+    await store.close()
+    with pytest.raises(RuntimeError, match="once"):
+        store.start()
+
+
+async def test_start_twice_raises(make_store: MakeStore) -> None:
+    store = make_store()
+    with pytest.raises(RuntimeError, match="once"):
+        store.start()
+
+
+@pytest.mark.parametrize("layout", ["directory", "parent_is_file", "not_a_database"])
+def test_store_error_on_unopenable_path(tmp_path: Path, layout: str) -> None:
+    if layout == "directory":
+        path = tmp_path / "scores.db"
+        path.mkdir()
+    elif layout == "parent_is_file":
+        (tmp_path / "file").write_text("x")
+        path = tmp_path / "file" / "scores.db"
+    else:
+        path = tmp_path / "scores.db"
+        path.write_bytes(b"this is not sqlite" * 512)
+    store = ScoreStore(path)
+    with pytest.raises(StoreError) as caught:
+        store.start()
+    message = str(caught.value)
+    assert str(path) in message
+    assert "\n" not in message
+    with pytest.raises(RuntimeError, match="not started"):
+        store.submit(record())
+
+
+def test_invalid_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="batch_max"):
+        ScoreStore(tmp_path / "scores.db", batch_max=0)
+
+
+async def test_submit_rejects_unknown_status(make_store: MakeStore) -> None:
+    store = make_store()
+    with pytest.raises(ValueError, match="status"):
+        store.submit(record(status="done"))
+    assert sum(store.counts().values()) == 0
+
+
+async def test_concurrent_submit_from_threads(make_store: MakeStore, tmp_path: Path) -> None:
+    store = make_store()
+    n_threads, per_thread = 8, 1_000
+    start = threading.Barrier(n_threads, timeout=10)
+
+    def produce(t: int) -> None:
+        start.wait()  # release all producers at once, so their submits interleave
+        for i in range(per_thread):
+            store.submit(record(f"t{t}-{i}", status="scored"))
+
+    threads = [threading.Thread(target=produce, args=(t,)) for t in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not any(thread.is_alive() for thread in threads)
+    await store.flush()
+    assert store.counts()["scored"] == n_threads * per_thread
+    assert raw_count(tmp_path / "scores.db", "run_id LIKE 't7-%'") == per_thread
+
+
+async def test_counts(make_store: MakeStore) -> None:
+    store = make_store()
+    assert store.counts() == dict.fromkeys(["dropped", "error", "pending", "scored", "skipped"], 0)
+    statuses = ["pending"] * 3 + ["scored"] * 2 + ["skipped"]
+    for i, status in enumerate(statuses):
+        store.submit(record(f"run-{i}", status=status))
+    await store.flush()
+    assert store.counts() == {"dropped": 0, "error": 0, "pending": 3, "scored": 2, "skipped": 1}
+
+
+async def test_unserialisable_result_loses_only_that_record(
+    make_store: MakeStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = make_store()
+    with caplog.at_level(logging.ERROR, logger="gateway.store"):
+        store.submit(record("run-bad", result={"x": object()}))
+        store.submit(record("run-good"))
+        await store.flush()
+    assert await store.get("run-bad") is None
+    assert await store.get("run-good") == record("run-good")
+    assert any("run-bad" in r.getMessage() for r in caplog.records)
+
+
+async def test_writer_survives_sqlite_errors(
+    make_store: MakeStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "scores.db"
+    store = make_store(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(
+        "CREATE TRIGGER refuse BEFORE INSERT ON scores WHEN NEW.run_id LIKE 'bad%'"
+        " BEGIN SELECT RAISE(ABORT, 'refused by test'); END"
+    )
+    conn.close()
+    with caplog.at_level(logging.ERROR, logger="gateway.store"):
+        store.submit(record("bad-1"))
+        await store.flush()
+    errors = [r for r in caplog.records if r.name == "gateway.store"]
+    assert len(errors) == 1
+    assert errors[0].exc_info is not None
+    assert isinstance(errors[0].exc_info[1], sqlite3.Error)
+    assert await store.get("bad-1") is None
+    store.submit(record("good-1"))
+    assert await store.get("good-1") == record("good-1")
