@@ -76,9 +76,12 @@ class FakeOpenAI:
         self.chunks = 5
         self.chunk_delay = 0.0
         self.delay = 0.0
+        self.judge_delay = 0.0  # every judge call waits this long
         self.refuse_formats: set[str] = set()
         self.faults: deque[Fault] = deque()
         self.requests: list[Recorded] = []
+        self.sent: list[bytes] = []  # the bytes of the last stream, as sent
+        self.stream_endings: list[str] = []  # "completed" or "cancelled", per stream
 
     def fail(self, *faults: Fault) -> None:
         self.faults.extend(faults)
@@ -103,6 +106,8 @@ class FakeOpenAI:
         fault = self._take_fault(step)
         if self.delay:
             await asyncio.sleep(self.delay)
+        if self.judge_delay and step != "chat":
+            await asyncio.sleep(self.judge_delay)
         if fault and fault.delay:
             await asyncio.sleep(fault.delay)
         if fault and fault.status is not None and fault.status >= 400:
@@ -225,16 +230,27 @@ class FakeOpenAI:
             }
             return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
+        self.sent = []
+
+        def sent(data: bytes) -> bytes:
+            self.sent.append(data)
+            return data
+
         async def frames() -> Any:
-            yield frame({"role": "assistant", "content": ""}, None)
-            for index, piece in enumerate(pieces):
-                if cut is not None and index >= cut:
-                    raise ConnectionResetError("scripted disconnect")
-                if self.chunk_delay:
-                    await asyncio.sleep(self.chunk_delay)
-                yield frame({"content": piece}, None)
-            yield frame({}, "stop")
-            yield b"data: [DONE]\n\n"
+            ending = "cancelled"
+            try:
+                yield sent(frame({"role": "assistant", "content": ""}, None))
+                for index, piece in enumerate(pieces):
+                    if cut is not None and index >= cut:
+                        raise ConnectionResetError("scripted disconnect")
+                    if self.chunk_delay:
+                        await asyncio.sleep(self.chunk_delay)
+                    yield sent(frame({"content": piece}, None))
+                yield sent(frame({}, "stop"))
+                yield sent(b"data: [DONE]\n\n")
+                ending = "completed"
+            finally:
+                self.stream_endings.append(ending)
 
         return StreamingResponse(frames(), media_type="text/event-stream")
 

@@ -1,0 +1,51 @@
+"""Run `bias-gateway serve` as a real subprocess, for signal and startup tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def gateway_command() -> list[str]:
+    return [sys.executable, "-m", "gateway"]
+
+
+def start_gateway(
+    config: Path, *, env: dict[str, str] | None = None, extra: list[str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    port = free_port()
+    environment = {**os.environ, **(env or {})}
+    process = subprocess.Popen(
+        [*gateway_command(), "serve", "--config", str(config), "--port", str(port), *(extra or [])],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = process.stdout.read() if process.stdout else ""
+            raise RuntimeError(f"gateway exited with {process.returncode}: {output}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("gateway did not become ready")
