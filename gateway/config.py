@@ -114,7 +114,10 @@ class UpstreamSettings(_Model):
 
 class ModelRoute(_Model):
     """Where one model alias goes: an OpenAI-compatible `base_url`, a `litellm`
-    "provider/model" string, or neither (the default upstream)."""
+    "provider/model" string, or neither (the default upstream).
+
+    With `litellm`, a `base_url` is handed to litellm as the provider's
+    `api_base` (for ollama, vLLM or Azure deployments)."""
 
     base_url: OptionalUrl = None
     litellm: OptionalName = None
@@ -123,10 +126,15 @@ class ModelRoute(_Model):
     timeout: OptionalPositiveFloat = None
     forward_client_auth: bool = False
 
+    @field_validator("litellm")
+    @classmethod
+    def _provider_model(cls, value: str | None) -> str | None:
+        if value is not None and "/" not in value:
+            raise ValueError(f"must be a litellm 'provider/model' string, got {value!r}")
+        return value
+
     @model_validator(mode="after")
     def _one_target(self) -> Self:
-        if self.base_url is not None and self.litellm is not None:
-            raise ValueError("set base_url or litellm, not both")
         if self.forward_client_auth and self.api_key is not None:
             raise ValueError("set api_key or forward_client_auth, not both")
         return self

@@ -21,8 +21,12 @@ class Router:
             if route.litellm is None and route.base_url is None:
                 # An alias on the default upstream inherits its key.
                 key = key or default_key
+            if route.litellm is not None:
+                base_url = route.base_url or ""  # litellm's api_base; empty for its default
+            else:
+                base_url = route.base_url or upstream.base_url
             self._routes[alias] = Target(
-                base_url=route.base_url or upstream.base_url,
+                base_url=base_url,
                 api_key=key,
                 timeout=route.timeout or upstream.timeout,
                 model=route.model,

@@ -192,8 +192,11 @@ async def _litellm_chat(target: Target, body: bytes, *, stream: bool) -> Upstrea
     request["stream"] = stream
     if target.api_key:
         request["api_key"] = target.api_key
+    if target.base_url:
+        request["api_base"] = target.base_url
     request.setdefault("timeout", target.timeout)
     request["num_retries"] = 0
+    request["max_retries"] = 0  # and none inside the provider SDK either
     try:
         result = await litellm.acompletion(**request)
     except Exception as exc:  # litellm raises provider-specific types; mapped below
@@ -213,11 +216,25 @@ async def _litellm_chat(target: Target, body: bytes, *, stream: bool) -> Upstrea
     return UpstreamResponse(200, {"content-type": "text/event-stream"}, chunks=frames())
 
 
+def _caused_by_connection_failure(exc: BaseException) -> bool:
+    """litellm reports a refused connection as a 500; the cause chain tells the truth."""
+    current: BaseException | None = exc
+    for _ in range(16):
+        if current is None:
+            return False
+        if isinstance(current, ConnectionError | aiohttp.ClientConnectionError):
+            return True
+        if type(current).__name__ in {"APIConnectionError", "ConnectError"}:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _litellm_error(litellm: Any, exc: Exception, target: Target) -> UpstreamResponse:
     if isinstance(exc, litellm.Timeout):
         raise UpstreamTimeout(f"{target.litellm} timed out after {target.timeout:g}s") from exc
     status = getattr(exc, "status_code", None)
-    if isinstance(exc, litellm.APIConnectionError) or not isinstance(status, int):
+    if _caused_by_connection_failure(exc) or not isinstance(status, int):
         raise UpstreamUnavailable(f"{target.litellm} unreachable: {exc}") from exc
     message = str(getattr(exc, "message", exc))
     body = {"error": {"message": message, "type": type(exc).__name__, "param": None, "code": None}}

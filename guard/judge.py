@@ -309,7 +309,7 @@ class LiteLLMJudge(_BaseJudge):
     ) -> JudgeReply:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages)}
-        kwargs.update(timeout=self.timeout, num_retries=0)
+        kwargs.update(timeout=self.timeout, num_retries=0, max_retries=0)
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if response_format is not None:

@@ -346,8 +346,8 @@ def test_multi_example_names_a_missing_variable() -> None:
             "default_policy: no policy named 'default' (defined: main)",
         ),
         (
-            "models:\n  m:\n    base_url: http://h/v1\n    litellm: anthropic/x\n",
-            "models.m: set base_url or litellm, not both",
+            "models:\n  m:\n    litellm: anthropic\n",
+            "models.m.litellm: must be a litellm 'provider/model' string, got 'anthropic'",
         ),
         (
             "models:\n  gpt-4.1:\n    base_url: localhost:8000\n",
