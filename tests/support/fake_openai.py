@@ -148,7 +148,7 @@ class FakeOpenAI:
     # -- behaviour --------------------------------------------------------------
 
     def _step_of(self, body: dict[str, Any]) -> str:
-        if body.get("model") != self.judge_model:
+        if body.get("model") != self.judge_model and not _asks_as_judge(body):
             return "chat"
         schema_name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
         if schema_name == "opinions":
@@ -188,7 +188,7 @@ class FakeOpenAI:
     def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
         prompt_chars = sum(len(str(m.get("content"))) for m in body.get("messages", []))
         n = int(body.get("n") or 1)
-        is_chat = body.get("model") != self.judge_model
+        is_chat = body.get("model") != self.judge_model and not _asks_as_judge(body)
         texts = self.replies if self.replies and is_chat else [content] * n
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
@@ -255,6 +255,13 @@ class FakeOpenAI:
         return StreamingResponse(frames(), media_type="text/event-stream")
 
 
+def _asks_as_judge(body: dict[str, Any]) -> bool:
+    """Whatever the model name, a request framed by the bias judge's system prompt."""
+    messages = body.get("messages") or [{}]
+    first = messages[0] if isinstance(messages[0], dict) else {}
+    return first.get("role") == "system" and "You review text for bias" in str(first.get("content"))
+
+
 def _split(text: str, parts: int) -> list[str]:
     size = max(1, -(-len(text) // max(1, parts)))
     return [text[start : start + size] for start in range(0, len(text), size)] or [""]
@@ -265,3 +272,20 @@ def _error(status: int, message: str) -> JSONResponse:
         {"error": {"message": message, "type": "invalid_request_error", "code": None}},
         status_code=status,
     )
+
+
+def main() -> None:
+    """Serve the fake on its own: `python -m tests.support.fake_openai --port 9100`."""
+    import argparse
+
+    import uvicorn
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9100)
+    args = parser.parse_args()
+    uvicorn.run(FakeOpenAI().app, host=args.host, port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
