@@ -13,13 +13,11 @@ problem, for example
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -32,6 +30,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from gateway.yamlenv import ConfigError, format_loc, interpolate, interpolate_tree, parse_yaml
 
 __all__ = [
     "ConfigError",
@@ -49,10 +49,6 @@ __all__ = [
     "load_settings",
     "settings_from_env",
 ]
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used. The message is one line, fit for a terminal."""
 
 
 # --- field types -------------------------------------------------------------
@@ -277,124 +273,6 @@ class Settings(_Model):
         return self.judge.api_key or self.upstream.api_key
 
 
-# --- interpolation -----------------------------------------------------------
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def interpolate(text: str, env: Mapping[str, str]) -> str:
-    """Replace `${NAME}` and `${NAME:-default}` in `text`; `$$` is a literal `$`.
-
-    The default applies when NAME is unset or empty, as in the shell, and may
-    itself hold references: `${JUDGE_KEY:-${OPENAI_API_KEY}}`.
-
-    >>> interpolate("${HOST:-localhost}:${PORT}", {"PORT": "80"})
-    'localhost:80'
-    """
-    out: list[str] = []
-    position = 0
-    while (dollar := text.find("$", position)) != -1:
-        out.append(text[position:dollar])
-        following = text[dollar + 1 : dollar + 2]
-        if following == "$":
-            out.append("$")
-            position = dollar + 2
-        elif following == "{":
-            value, position = _reference(text, dollar + 2, env)
-            out.append(value)
-        else:
-            out.append("$")
-            position = dollar + 1
-    out.append(text[position:])
-    return "".join(out)
-
-
-def _reference(text: str, start: int, env: Mapping[str, str]) -> tuple[str, int]:
-    """Resolve the reference whose name starts at `start`; return it and the end offset."""
-    match = _NAME.match(text, start)
-    end = match.end() if match else start
-    if match and text.startswith("}", end):
-        name = match.group()
-        if name not in env:
-            raise ConfigError(
-                f"environment variable {name} is not set (write ${{{name}:-}} to make it optional)"
-            )
-        return env[name], end + 1
-    if match and text.startswith(":-", end):
-        close = _closing_brace(text, end + 2)
-        value = env.get(match.group(), "")
-        if value:
-            return value, close + 1
-        return interpolate(text[end + 2 : close], env), close + 1
-    if "}" not in text[start:]:
-        raise ConfigError("unterminated '${' (write $$ for a literal $)")
-    reference = text[start - 2 : text.index("}", start) + 1]
-    raise ConfigError(f"invalid reference {reference!r}: expected ${{NAME}} or ${{NAME:-default}}")
-
-
-def _closing_brace(text: str, start: int) -> int:
-    depth = 0
-    index = start
-    while index < len(text):
-        if text.startswith("$$", index):
-            index += 2
-            continue
-        if text.startswith("${", index):
-            depth += 1
-            index += 2
-            continue
-        if text[index] == "}":
-            if depth == 0:
-                return index
-            depth -= 1
-        index += 1
-    raise ConfigError("unterminated '${' (write $$ for a literal $)")
-
-
-def _interpolate_tree(node: Any, env: Mapping[str, str], loc: tuple[str | int, ...]) -> Any:
-    if isinstance(node, str):
-        try:
-            return interpolate(node, env)
-        except ConfigError as exc:
-            raise ConfigError(f"{_format_loc(loc)}: {exc}" if loc else str(exc)) from None
-    if isinstance(node, dict):
-        return {key: _interpolate_tree(value, env, (*loc, key)) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_interpolate_tree(item, env, (*loc, index)) for index, item in enumerate(node)]
-    return node
-
-
-# --- loading -----------------------------------------------------------------
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML 1.2 booleans (so `mode: off` stays a string) and no silent duplicate keys."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: set[object] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
-                key_node, yaml.ScalarNode
-            ):
-                continue
-            if key_node.value in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key_node.value!r}", key_node.start_mark
-                )
-            seen.add(key_node.value)
-        return super().construct_mapping(node, deep=deep)
-
-
-_BOOL = "tag:yaml.org,2002:bool"
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-
-
 def load_settings(path: str | Path, env: Mapping[str, str] | None = None) -> Settings:
     """Read, interpolate and validate a YAML config file.
 
@@ -410,11 +288,9 @@ def load_settings(path: str | Path, env: Mapping[str, str] | None = None) -> Set
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        tree = yaml.load(text, Loader=_Loader)  # _Loader derives from SafeLoader
-    except yaml.MarkedYAMLError as exc:
-        raise ConfigError(f"{path}: {_yaml_problem(exc)}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        tree = parse_yaml(text)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(tree, dict):
         found = "an empty document" if tree is None else type(tree).__name__
         raise ConfigError(f"{path}: the top level must be a mapping, not {found}")
@@ -460,7 +336,7 @@ _ENV_TEMPLATE: dict[str, Any] = {
 
 def _build(tree: dict[str, Any], source: str, env: Mapping[str, str]) -> Settings:
     try:
-        return Settings.model_validate(_interpolate_tree(tree, env, ()))
+        return Settings.model_validate(interpolate_tree(tree, env))
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     except ValidationError as exc:
@@ -468,29 +344,8 @@ def _build(tree: dict[str, Any], source: str, env: Mapping[str, str]) -> Setting
         raise ConfigError(f"{source}: {_format_errors(exc)}") from None
 
 
-def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
-    mark = exc.problem_mark or exc.context_mark
-    problem = exc.problem or exc.context or "invalid YAML"
-    if mark is None:
-        return f"invalid YAML: {problem}"
-    return f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
-
-
 # Errors where the offending value helps, e.g. when it came from the environment.
 _SHOW_INPUT = frozenset({"bool_parsing", "float_parsing", "int_parsing", "literal_error"})
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def _format_loc(loc: tuple[str | int, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _PLAIN_KEY.fullmatch(part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{part!r}]"
-    return out
 
 
 def _format_errors(exc: ValidationError) -> str:
@@ -499,7 +354,7 @@ def _format_errors(exc: ValidationError) -> str:
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] in _SHOW_INPUT and isinstance(error["input"], str):
             message += f", got {error['input']!r}"
-        location = _format_loc(tuple(error["loc"]))
+        location = format_loc(tuple(error["loc"]))
         parts.append(f"{location}: {message}" if location else message)
     return "; ".join(parts).replace("\n", " ")
 
