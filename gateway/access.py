@@ -7,26 +7,33 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["AccessLog", "configure_logging"]
+from gateway.metrics import Metrics
+
+__all__ = ["AccessLog", "add_trace_ids", "configure_logging", "route_of"]
 
 log = structlog.get_logger("gateway.access")
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
 class AccessLog:
-    """Gives each request an id (`x-request-id`) and writes one access line when it ends.
+    """Per request: an id (`x-request-id`), a server span, metrics, and one access line.
 
-    Handlers add fields (model, bias status, verdict, ...) to
-    `scope["state"]["access"]`; they are logged with the line.
+    The W3C `traceparent` of the client is honoured. Handlers add fields
+    (model, bias status, verdict, ...) to `scope["state"]["access"]`; they go
+    on the access line and into the metric labels.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -39,6 +46,18 @@ class AccessLog:
         state["access"] = fields
         status = 500
         started = time.perf_counter()
+        route = route_of(scope["path"])
+        method = scope["method"]
+        span = _tracer(scope).start_span(
+            f"{method} {route}",
+            context=propagate.extract(_carrier(scope)),
+            kind=SpanKind.SERVER,
+            attributes={
+                "http.request.method": method,
+                "http.route": route,
+                "url.path": scope["path"],
+            },
+        )
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -50,18 +69,70 @@ class AccessLog:
                 ]
             await send(message)
 
-        try:
-            await self.app(scope, receive, send_with_id)
-        finally:
-            log.info(
-                "request",
-                request_id=request_id,
-                method=scope["method"],
-                path=scope["path"],
-                status=status,
-                latency_ms=round((time.perf_counter() - started) * 1000, 2),
-                **fields,
-            )
+        with trace.use_span(span, end_on_exit=False):
+            try:
+                await self.app(scope, receive, send_with_id)
+            finally:
+                latency = time.perf_counter() - started
+                span.set_attribute("http.response.status_code", status)
+                if status >= 500:
+                    span.set_status(Status(StatusCode.ERROR))
+                log.info(
+                    "request",
+                    request_id=request_id,
+                    method=method,
+                    path=scope["path"],
+                    status=status,
+                    latency_ms=round(latency * 1000, 2),
+                    **fields,
+                )
+                model = self.metrics.model(fields.get("model"))
+                self.metrics.requests.labels(
+                    route, model, str(status), fields.get("bias_status") or "none"
+                ).inc()
+                self.metrics.request_seconds.labels(route, model).observe(latency)
+                span.end()
+
+
+_ROUTES = ("/v1/chat/completions", "/v1/models", "/healthz", "/readyz", "/metrics")
+
+
+def route_of(path: str) -> str:
+    """A bounded route label for a path."""
+    if path in _ROUTES:
+        return path
+    if path.startswith("/v1/bias/scores/"):
+        return "/v1/bias/scores/{run_id}"
+    if path.startswith("/v1/"):
+        return "/v1/*"
+    return "other"
+
+
+def _tracer(scope: Scope) -> trace.Tracer:
+    gateway = getattr(scope["app"].state, "gateway", None) if "app" in scope else None
+    if gateway is None:
+        return trace.get_tracer("gateway")
+    tracer: trace.Tracer = gateway.telemetry.tracer
+    return tracer
+
+
+def _carrier(scope: Scope) -> dict[str, str]:
+    return {
+        name.decode("latin-1"): value.decode("latin-1")
+        for name, value in scope.get("headers", [])
+        if name in (b"traceparent", b"tracestate", b"baggage")
+    }
+
+
+def add_trace_ids(
+    logger: Any, method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """structlog processor: the current span's trace_id and span_id on every line."""
+    context = trace.get_current_span().get_span_context()
+    if context.is_valid:
+        event.setdefault("trace_id", format(context.trace_id, "032x"))
+        event.setdefault("span_id", format(context.span_id, "016x"))
+    return event
 
 
 def _request_id(scope: Scope) -> str:
@@ -79,6 +150,7 @@ def configure_logging(*, json_logs: bool | None = None, level: str = "INFO") -> 
         json_logs = not sys.stdout.isatty()
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
+        add_trace_ids,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),

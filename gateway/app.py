@@ -19,13 +19,22 @@ from gateway.access import AccessLog
 from gateway.auth import Authenticator
 from gateway.chat import chat_completions
 from gateway.config import Settings, load_settings, settings_from_env
-from gateway.endpoints import healthz, list_models, passthrough, readyz, score_lookup
+from gateway.endpoints import (
+    healthz,
+    list_models,
+    metrics_endpoint,
+    passthrough,
+    readyz,
+    score_lookup,
+)
 from gateway.errors import GatewayError, envelope, error_response
+from gateway.metrics import Metrics
 from gateway.policy import Sampler
 from gateway.routing import Router
 from gateway.scoring import Scoring
 from gateway.state import Gateway
 from gateway.store import ScoreStore
+from gateway.telemetry import Telemetry
 from gateway.upstream import Upstream
 from guard import BiasScorer, Judge, LiteLLMJudge, OpenAIJudge
 
@@ -60,12 +69,23 @@ def _secret(value: SecretStr | None) -> str | None:
 
 
 def create_app(
-    settings: Settings, *, judge: Judge | None = None, upstream: Upstream | None = None
+    settings: Settings,
+    *,
+    judge: Judge | None = None,
+    upstream: Upstream | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Starlette:
-    """Build the gateway app. Tests inject a `judge` or an `upstream` here."""
+    """Build the gateway app. Tests inject a `judge`, an `upstream` or `telemetry` here."""
+    metrics = Metrics(
+        aliases=settings.models,
+        model_cap=settings.telemetry.model_label_cap,
+        scale=settings.judge.scale,
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        tracing = telemetry or Telemetry.from_settings(settings.telemetry)
+        tracing.install_global()
         store = ScoreStore(settings.store.path)
         store.start(sweep_pending=os.environ.get("BIAS_GATEWAY_SWEPT") != "1")
         client = upstream or Upstream()
@@ -76,10 +96,13 @@ def create_app(
             scale=settings.judge.scale,
             include_reason=settings.judge.include_reason,
             judge_whole_text_when_no_opinions=settings.judge.judge_whole_text_when_no_opinions,
+            trace_evaluation=False,  # Scoring opens the evaluation span, with the gateway's facts
         )
         scoring = Scoring(
             scorer,
             store,
+            telemetry=tracing,
+            metrics=metrics,
             queue_size=settings.queue.size,
             workers=settings.queue.workers,
             capture_content=settings.store.capture_content,
@@ -92,6 +115,8 @@ def create_app(
             upstream=client,
             store=store,
             scoring=scoring,
+            telemetry=tracing,
+            metrics=metrics,
             samplers={
                 name: Sampler(policy.sample_rate) for name, policy in settings.policies.items()
             },
@@ -110,6 +135,9 @@ def create_app(
             await bias_judge.aclose()
             await client.close()
             await store.close()
+            if telemetry is None:
+                tracing.shutdown()
+            metrics.mark_process_dead()
 
     return Starlette(
         routes=[
@@ -123,8 +151,9 @@ def create_app(
             ),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
         ],
-        middleware=[Middleware(AccessLog)],
+        middleware=[Middleware(AccessLog, metrics=metrics)],
         exception_handlers={
             GatewayError: _gateway_error,
             HTTPException: _http_error,

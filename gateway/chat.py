@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry import propagate, trace
+from opentelemetry.trace import Span
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -30,7 +33,8 @@ __all__ = ["ChatRequest", "chat_completions", "parse_chat_request", "read_body"]
 
 _MODES = ("off", "monitor", "enforce")
 # Client headers worth passing on; everything else (cookies, the gateway key) stays here.
-_FORWARDED = ("openai-organization", "openai-project", "traceparent", "tracestate")
+# The trace context is not copied: the chat span injects its own, which carries the client's.
+_FORWARDED = ("openai-organization", "openai-project")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +123,39 @@ def _upstream_headers(request: Request, target: Target) -> dict[str, str]:
     return headers
 
 
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _response_facts(completion: dict[str, Any] | None, tap: StreamTap | None) -> dict[str, Any]:
+    """The response's id, model, finish reasons, usage and texts, from a body or a stream."""
+    if completion is not None:
+        choices = [c for c in completion.get("choices") or [] if isinstance(c, dict)]
+        return {
+            "id": completion.get("id"),
+            "model": completion.get("model"),
+            "finish_reasons": [
+                str(c.get("finish_reason")) for c in choices if c.get("finish_reason")
+            ],
+            "usage": completion.get("usage") if isinstance(completion.get("usage"), dict) else None,
+            "texts": list(completion_texts(completion).values()),
+        }
+    if tap is not None and tap.parse:
+        accumulator = tap.accumulator
+        return {
+            "id": accumulator.response_id,
+            "model": accumulator.model,
+            "finish_reasons": list(accumulator.finish_reasons.values()),
+            "usage": accumulator.usage,
+            "texts": tap.texts(),
+        }
+    return {}
+
+
 def _skipped(reason: str) -> dict[str, str]:
     return {"x-bias-status": "skipped", "x-bias-skip-reason": reason}
 
@@ -166,13 +203,72 @@ class _Call:
     mode: str
     sampled: bool
     job: ScoreRequest
+    span: Span | None = None
+    sent_at: float = 0.0
 
     async def _send(self, *, stream: bool) -> UpstreamResponse:
-        return await self.gateway.upstream.chat(
-            self.target,
-            self.chat.upstream_body(self.target),
-            _upstream_headers(self.request, self.target),
-            stream=stream,
+        target = self.target
+        provider = target.litellm.split("/", 1)[0] if target.litellm else "openai"
+        span = self.gateway.telemetry.start_chat(
+            self.chat.model, provider=provider, base_url=target.base_url, stream=stream
+        )
+        self.span = span
+        self.job.chat_span = span.get_span_context()
+        headers = _upstream_headers(self.request, target)
+        propagate.inject(headers, context=trace.set_span_in_context(span))
+        self.sent_at = time.perf_counter()
+        try:
+            response = await self.gateway.upstream.chat(
+                target, self.chat.upstream_body(target), headers, stream=stream
+            )
+        except UpstreamError as exc:
+            self._end_chat(error_type=type(exc).__name__)
+            raise
+        if response.status >= 400:
+            self._end_chat(status=response.status, error_type=str(response.status))
+        return response
+
+    def _end_chat(
+        self,
+        *,
+        completion: dict[str, Any] | None = None,
+        tap: StreamTap | None = None,
+        status: int | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        """End the chat span once the upstream answer is complete, and record its metrics."""
+        if self.span is None:
+            return
+        span, self.span = self.span, None
+        elapsed = time.perf_counter() - self.sent_at
+        metrics = self.gateway.metrics
+        model = metrics.model(self.chat.model)
+        metrics.upstream_seconds.labels(model, str(self.chat.stream).lower()).observe(elapsed)
+        metrics.operation_seconds.labels("chat", model, "upstream").observe(elapsed)
+        ttft = None
+        if tap is not None and tap.first_chunk_at is not None:
+            ttft = tap.first_chunk_at - self.sent_at
+            metrics.ttft_seconds.labels(model).observe(ttft)
+        facts = _response_facts(completion, tap)
+        usage = facts.get("usage") or {}
+        for kind, key in (("input", "prompt_tokens"), ("output", "completion_tokens")):
+            if isinstance(usage.get(key), int):
+                metrics.token_usage.labels(kind, model, "upstream").observe(usage[key])
+        if self.gateway.telemetry.capture_content:
+            span.set_attribute("gen_ai.input.messages", json.dumps(self.chat.body["messages"]))
+            texts = facts.get("texts")
+            if texts:
+                span.set_attribute("gen_ai.output.messages", json.dumps(texts))
+        _note(self.request, upstream_ms=round(elapsed * 1000, 2))
+        self.gateway.telemetry.end_chat(
+            span,
+            response_model=facts.get("model"),
+            response_id=facts.get("id"),
+            finish_reasons=facts.get("finish_reasons"),
+            usage=usage,
+            status=status,
+            error_type=error_type,
+            ttft_s=ttft,
         )
 
     def _finish(self, outcome: Outcome) -> dict[str, str]:
@@ -204,15 +300,15 @@ class _Call:
         upstream = await self._send(stream=False)
         skip = self._skip_headers(upstream.status)
         if skip is not None:
+            if upstream.status < 400:
+                self._end_chat(completion=_json_object(upstream.body))
             return Response(upstream.body, upstream.status, headers={**upstream.headers, **skip})
-        try:
-            completion = json.loads(upstream.body)
-        except ValueError:
-            completion = None
-        texts = list(completion_texts(completion).values()) if isinstance(completion, dict) else []
+        completion = _json_object(upstream.body)
+        self._end_chat(completion=completion)
+        texts = list(completion_texts(completion).values()) if completion is not None else []
         texts = [text for text in texts if text]
         scoring = self.gateway.scoring
-        if isinstance(completion, dict):
+        if completion is not None:
             self.job.response_id = completion.get("id")
         if not texts:
             outcome = scoring.skip(self.job, "no_text")
@@ -237,25 +333,27 @@ class _Call:
             headers = {**upstream.headers, **(skip or {})}
             return Response(body, upstream.status, headers=headers)
         if skip is not None:
-            return self._relay(upstream, skip, tap=None)
+            return self._relay(upstream, skip, tap=StreamTap(parse=False), score=False)
         if self.mode == "monitor":
             outcome = self.gateway.scoring.mark_pending(self.job)
-            return self._relay(upstream, self._finish(outcome), tap=StreamTap())
+            return self._relay(upstream, self._finish(outcome), tap=StreamTap(), score=True)
         if self.policy.stream_policy == "passthrough":
             return self._passthrough(upstream)
         return await self._buffer(upstream)
 
     def _relay(
-        self, upstream: UpstreamResponse, headers: dict[str, str], tap: StreamTap | None
+        self, upstream: UpstreamResponse, headers: dict[str, str], tap: StreamTap, score: bool
     ) -> Response:
         assert upstream.chunks is not None
         failures: list[UpstreamError] = []
 
         async def on_close(disconnected: bool) -> None:
             await upstream.aclose()
-            if tap is None:
-                return
             tap.close()
+            error = type(failures[0]).__name__ if failures else None
+            self._end_chat(tap=tap, error_type=error)
+            if not score:
+                return
             self.job.partial = disconnected or bool(failures) or not tap.done
             self.job.response_id = tap.accumulator.response_id
             _note(self.request, partial=self.job.partial)
@@ -277,9 +375,11 @@ class _Call:
         try:
             body = await buffer_all(upstream.chunks, tap)
         except UpstreamError as exc:
+            self._end_chat(tap=tap, error_type=type(exc).__name__)
             return error_response(exc)
         finally:
             await upstream.aclose()
+        self._end_chat(tap=tap)
         self.job.response_id = tap.accumulator.response_id
         texts = tap.texts()
         if texts:
@@ -293,6 +393,7 @@ class _Call:
         tap = StreamTap()
 
         async def judge() -> Outcome:
+            self._end_chat(tap=tap)
             self.job.response_id = tap.accumulator.response_id
             texts = tap.texts()
             if not texts:
@@ -304,6 +405,7 @@ class _Call:
 
         async def on_close(disconnected: bool) -> None:
             await upstream.aclose()
+            self._end_chat(tap=tap, error_type="disconnected" if disconnected else None)
             _note(self.request, partial=disconnected)
 
         headers = {**upstream.headers, "x-bias-status": "pending", "x-bias-run-id": self.job.run_id}

@@ -43,6 +43,7 @@ __all__ = [
     "ServerSettings",
     "Settings",
     "StoreSettings",
+    "TelemetrySettings",
     "UpstreamSettings",
     "describe_settings",
     "interpolate",
@@ -198,6 +199,20 @@ class ServerSettings(_Model):
     max_body_bytes: Annotated[int, Field(ge=1)] = 10 * 1024 * 1024
 
 
+class TelemetrySettings(_Model):
+    """Traces, evaluation events and logs. Unset fields follow the standard OTEL_* variables."""
+
+    # none | console | otlp (http/protobuf); unset: $OTEL_TRACES_EXPORTER, else none.
+    exporter: Literal["none", "console", "otlp"] | None = None
+    # unset: $OTEL_SERVICE_NAME, else bias-gateway.
+    service_name: OptionalName = None
+    # Prompts, completions, opinions and reasons in telemetry; unset:
+    # $OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, else off.
+    capture_content: bool | None = None
+    # Metric label values for model names: aliases, then up to this many others, then "other".
+    model_label_cap: Annotated[int, Field(ge=1)] = 50
+
+
 def _default_policies() -> dict[str, Policy]:
     return {"default": Policy()}
 
@@ -213,6 +228,7 @@ class Settings(_Model):
     default_policy: Name = "default"
     keys: list[KeySettings] = Field(default_factory=list)
     api_keys: list[Secret] = Field(default_factory=list)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)

@@ -10,9 +10,10 @@ from starlette.responses import JSONResponse, Response
 
 from gateway.chat import read_body
 from gateway.errors import NotFound, UpstreamError
+from gateway.metrics import CONTENT_TYPE_LATEST
 from gateway.state import Gateway
 
-__all__ = ["healthz", "list_models", "passthrough", "readyz", "score_lookup"]
+__all__ = ["healthz", "list_models", "metrics_endpoint", "passthrough", "readyz", "score_lookup"]
 
 # Request headers never passed on: hop-by-hop, and the gateway's own credentials.
 _DROPPED_REQUEST_HEADERS = frozenset(
@@ -46,6 +47,14 @@ async def readyz(request: Request) -> Response:
     if not gateway.ready:
         return JSONResponse({"status": "starting or stopping"}, status_code=503)
     return JSONResponse({"status": "ready", "queue_depth": gateway.scoring.queue_depth})
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    """Prometheus text format; needs a key whenever keys are configured."""
+    gateway = _gateway(request)
+    gateway.auth.check(request.headers)
+    gateway.metrics.queue_depth.set(gateway.scoring.queue_depth)
+    return Response(gateway.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
 async def list_models(request: Request) -> Response:

@@ -4,6 +4,11 @@ Every scored request ends in exactly one final status in the store: `scored`,
 `error`, `skipped` or `dropped`. A monitor job is stored as `pending` when it
 is accepted, so a client polling its run id sees it, and a crash leaves a
 `pending` row that the next start marks `dropped`.
+
+Each scoring is traced as an `evaluation bias` span and reported as a
+`gen_ai.evaluation.result` event in the chat span's context. In monitor mode
+the response has ended by then, so the span is parented to the chat span's
+context and linked to it.
 """
 
 from __future__ import annotations
@@ -12,13 +17,18 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import structlog
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext
 
 from gateway.config import Policy
+from gateway.metrics import Metrics
 from gateway.policy import Verdict, verdict_for
 from gateway.store import ScoreRecord, ScoreStore
+from gateway.telemetry import Telemetry
 from guard import BiasResult, BiasScorer, JudgeError
 
 __all__ = ["Outcome", "ScoreRequest", "Scoring"]
@@ -42,7 +52,13 @@ class ScoreRequest:
     request_id: str | None = None
     response_id: str | None = None
     prompt: str | None = None  # set only when content capture is on
+    chat_span: SpanContext | None = None
     created_at: float = field(default_factory=time.time)
+
+    def chat_context(self) -> Context | None:
+        if self.chat_span is None:
+            return None
+        return trace.set_span_in_context(NonRecordingSpan(self.chat_span))
 
 
 @dataclass(slots=True)
@@ -65,16 +81,21 @@ class Scoring:
         scorer: BiasScorer,
         store: ScoreStore,
         *,
+        telemetry: Telemetry,
+        metrics: Metrics,
         queue_size: int,
         workers: int,
         capture_content: bool,
     ) -> None:
         self.scorer = scorer
         self.store = store
+        self.telemetry = telemetry
+        self.metrics = metrics
         self.capture_content = capture_content
         self._queue: asyncio.Queue[tuple[ScoreRequest, list[str]]] = asyncio.Queue(queue_size)
         self._worker_count = workers
         self._workers: list[asyncio.Task[None]] = []
+        self._overload_log = _Throttle(seconds=1.0)
         self.skipped_overloaded = 0
         self.dropped = 0
 
@@ -92,6 +113,33 @@ class Scoring:
 
     async def score(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Score now (enforce mode). Never raises for judge failures: see `Outcome.status`."""
+        monitor = request.mode == "monitor" and request.chat_span is not None
+        with self.telemetry.tracer.start_as_current_span(
+            "evaluation bias",
+            context=request.chat_context() if monitor else None,
+            links=[Link(request.chat_span)] if monitor and request.chat_span else None,
+            attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
+        ) as span:
+            outcome = await self._judge(request, texts)
+            attributes = self._evaluation_attributes(request, outcome)
+            span.set_attributes(attributes)
+            if outcome.status == "error":
+                span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.status_reason))
+        self.telemetry.emit_evaluation(attributes, request.chat_context())
+        self._observe(request, outcome)
+        self._store(request, outcome, texts)
+        log.info(
+            "bias score",
+            run_id=request.run_id,
+            status=outcome.status,
+            score=outcome.score,
+            verdict=outcome.verdict,
+            judge_ms=outcome.judge_ms,
+            judge_calls=outcome.result.judge_calls if outcome.result else None,
+        )
+        return outcome
+
+    async def _judge(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         started = time.perf_counter()
         try:
             results = await asyncio.gather(
@@ -101,7 +149,9 @@ class Scoring:
             outcome = Outcome(request.run_id, "error", status_reason=type(exc).__name__)
             outcome.reason = str(exc)
             log.error(
-                "bias judge failed",
+                "bias judge failed; response passed unscored"
+                if request.policy.on_judge_error == "allow" or request.mode == "monitor"
+                else "bias judge failed; response blocked",
                 run_id=request.run_id,
                 error_type=outcome.status_reason,
                 error=str(exc),
@@ -121,16 +171,6 @@ class Scoring:
                 result=worst,
             )
         outcome.judge_ms = round((time.perf_counter() - started) * 1000, 3)
-        self._store(request, outcome, texts)
-        log.info(
-            "bias score",
-            run_id=request.run_id,
-            status=outcome.status,
-            score=outcome.score,
-            verdict=outcome.verdict,
-            judge_ms=outcome.judge_ms,
-            judge_calls=outcome.result.judge_calls if outcome.result else None,
-        )
         return outcome
 
     def submit(self, request: ScoreRequest, texts: list[str]) -> Outcome:
@@ -139,14 +179,22 @@ class Scoring:
             self._queue.put_nowait((request, texts))
         except asyncio.QueueFull:
             self.skipped_overloaded += 1
-            log.warning("scoring queue full; response not scored", run_id=request.run_id)
+            suppressed = self._overload_log.ready()
+            if suppressed is not None:
+                log.warning(
+                    "scoring queue full; responses not scored",
+                    run_id=request.run_id,
+                    also_skipped_since_last_warning=suppressed,
+                )
             return self.skip(request, "overloaded")
+        self.metrics.queue_depth.set(self._queue.qsize())
         outcome = Outcome(request.run_id, "pending")
         self._store(request, outcome, texts)
         return outcome
 
     def skip(self, request: ScoreRequest, reason: str) -> Outcome:
         outcome = Outcome(request.run_id, "skipped", status_reason=reason)
+        self.metrics.skipped.labels(reason).inc()
         self._store(request, outcome, [])
         return outcome
 
@@ -161,6 +209,7 @@ class Scoring:
     async def _work(self) -> None:
         while True:
             request, texts = await self._queue.get()
+            self.metrics.queue_depth.set(self._queue.qsize())
             try:
                 await self.score(request, texts)
             except asyncio.CancelledError:
@@ -184,12 +233,56 @@ class Scoring:
             request, _ = self._queue.get_nowait()
             self._queue.task_done()
             self._drop(request, "shutdown")
+        self.metrics.queue_depth.set(0)
         if self.dropped:
             log.warning("scoring jobs dropped at shutdown", dropped=self.dropped)
 
     def _drop(self, request: ScoreRequest, reason: str) -> None:
         self.dropped += 1
+        self.metrics.dropped.labels(reason).inc()
         self._store(request, Outcome(request.run_id, "dropped", status_reason=reason), [])
+
+    # -- telemetry and storage -----------------------------------------------------
+
+    def _evaluation_attributes(self, request: ScoreRequest, outcome: Outcome) -> dict[str, Any]:
+        attributes: dict[str, Any] = {
+            "gen_ai.evaluation.name": "bias",
+            "gen_ai.evaluation.score.label": outcome.verdict or outcome.status,
+            "bias.scale": self.scorer.scale,
+            "bias.run_id": request.run_id,
+        }
+        if request.response_id:
+            attributes["gen_ai.response.id"] = request.response_id
+        if outcome.score is not None:
+            attributes["gen_ai.evaluation.score.value"] = outcome.score
+        if outcome.result is not None:
+            attributes["bias.opinions.count"] = len(outcome.result.preprocess_step_result.opinions)
+            attributes["bias.biased.count"] = outcome.result.biased_count
+        if outcome.status == "error" and outcome.status_reason:
+            attributes["error.type"] = outcome.status_reason
+        if self.telemetry.capture_content and outcome.status == "scored" and outcome.reason:
+            attributes["gen_ai.evaluation.explanation"] = outcome.reason
+        return attributes
+
+    def _observe(self, request: ScoreRequest, outcome: Outcome) -> None:
+        metrics = self.metrics
+        model = metrics.model(request.model)
+        if outcome.status == "error":
+            metrics.judge_errors.labels(outcome.status_reason or "unknown").inc()
+            return
+        if outcome.score is None or outcome.result is None:
+            return
+        metrics.bias_score.labels(model).observe(outcome.score)
+        metrics.verdicts.labels(model, outcome.verdict or "none").inc()
+        judge_model = self.scorer.judge.model
+        for step, milliseconds in outcome.result.durations_ms.items():
+            metrics.judge_seconds.labels(step).observe(milliseconds / 1000)
+            metrics.operation_seconds.labels("chat", judge_model, "judge").observe(
+                milliseconds / 1000
+            )
+        usage = outcome.result.usage
+        metrics.token_usage.labels("input", judge_model, "judge").observe(usage.prompt_tokens)
+        metrics.token_usage.labels("output", judge_model, "judge").observe(usage.completion_tokens)
 
     def _store(self, request: ScoreRequest, outcome: Outcome, texts: list[str]) -> None:
         capture = self.capture_content
@@ -215,6 +308,23 @@ class Scoring:
                 updated_at=time.time(),
             )
         )
+
+
+class _Throttle:
+    """Lets an event through at most once per `seconds`; counts the ones held back."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._last = float("-inf")
+        self._held = 0
+
+    def ready(self) -> int | None:
+        now = time.monotonic()
+        if now - self._last < self.seconds:
+            self._held += 1
+            return None
+        held, self._held, self._last = self._held, 0, now
+        return held
 
 
 def _stored_result(result: BiasResult | None, capture_content: bool) -> dict[str, object] | None:

@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 
 from gateway.auth import Authenticator
 from gateway.config import Settings
+from gateway.metrics import Metrics
 from gateway.policy import Sampler
 from gateway.routing import Router
 from gateway.scoring import Scoring
 from gateway.store import ScoreStore
+from gateway.telemetry import Telemetry
 from gateway.upstream import Upstream
 
 __all__ = ["Gateway"]
@@ -23,5 +25,7 @@ class Gateway:
     upstream: Upstream
     store: ScoreStore
     scoring: Scoring
+    telemetry: Telemetry
+    metrics: Metrics
     samplers: dict[str, Sampler] = field(default_factory=dict)
     ready: bool = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -39,12 +40,18 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 class StreamTap:
     """Reads the text out of an SSE byte stream as it passes, without altering it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, parse: bool = True) -> None:
         self.decoder = SSEDecoder()
         self.accumulator = ChunkAccumulator()
+        self.parse = parse  # False: only time the first chunk (unscored streams)
         self.done = False
+        self.first_chunk_at: float | None = None
 
     def feed(self, data: bytes) -> None:
+        if self.first_chunk_at is None:
+            self.first_chunk_at = time.perf_counter()
+        if not self.parse:
+            return
         for event in self.decoder.feed(data):
             self.add_data(event.data)
 
@@ -142,13 +149,12 @@ def upstream_error_frame(exc: UpstreamError) -> bytes:
 
 
 async def relay(
-    chunks: AsyncIterator[bytes], tap: StreamTap | None, failures: list[UpstreamError]
+    chunks: AsyncIterator[bytes], tap: StreamTap, failures: list[UpstreamError]
 ) -> AsyncIterator[bytes]:
     """Forward upstream bytes as they arrive; a failure mid-stream ends in an error frame."""
     try:
         async for chunk in chunks:
-            if tap is not None:
-                tap.feed(chunk)
+            tap.feed(chunk)
             yield chunk
     except UpstreamError as exc:
         failures.append(exc)
@@ -196,6 +202,8 @@ async def enforce_passthrough(
     """Forward events live, hold back `[DONE]`, then send the bias chunk or an error frame."""
     try:
         async for chunk in chunks:
+            if tap.first_chunk_at is None:
+                tap.first_chunk_at = time.perf_counter()
             for event in tap.decoder.feed(chunk):
                 if event.data == "[DONE]":
                     tap.done = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Iterator
@@ -19,7 +20,7 @@ from guard.bias.prompts import (
     extract_prompt,
     reason_prompt,
 )
-from guard.bias.score import bias_score
+from guard.bias.score import bias_score, is_biased
 from guard.errors import JudgeError
 from guard.judge import Judge, Message, Usage, resolve_judge
 from guard.outputs import assistant_text
@@ -36,6 +37,11 @@ from guard.structured import ask_json
 __all__ = ["BiasScorer", "create_bias_scorer"]
 
 T = TypeVar("T")
+_STEP_SPANS = {
+    "preprocess": "extract opinions",
+    "analyze": "analyze",
+    "generate_reason": "generate reason",
+}
 _EMPTY_REASON = "The score is 0 because the output is empty, so it holds nothing to judge."
 _tracer = trace.get_tracer("guard")
 
@@ -53,6 +59,7 @@ class BiasScorer:
         scale: float = 1,
         include_reason: bool = True,
         judge_whole_text_when_no_opinions: bool = True,
+        trace_evaluation: bool = True,
     ) -> None:
         if scale <= 0:
             raise ValueError(f"scale must be > 0, got {scale}")
@@ -60,6 +67,9 @@ class BiasScorer:
         self.scale = scale
         self.include_reason = include_reason
         self.judge_whole_text_when_no_opinions = judge_whole_text_when_no_opinions
+        # An application that wraps runs in its own evaluation span (the gateway does)
+        # turns this off; the step and judge spans then nest under its span.
+        self.trace_evaluation = trace_evaluation
 
     def __repr__(self) -> str:
         return f"BiasScorer(judge={self.judge!r}, scale={self.scale})"
@@ -75,9 +85,14 @@ class BiasScorer:
         del input  # the bias rubric reads only the output
         text = assistant_text(output)
         run = _Run(self.judge)
-        with _tracer.start_as_current_span(
-            "evaluation bias", attributes={"gen_ai.evaluation.name": "bias"}
-        ):
+        evaluation = (
+            _tracer.start_as_current_span(
+                "evaluation bias", attributes={"gen_ai.evaluation.name": "bias"}
+            )
+            if self.trace_evaluation
+            else contextlib.nullcontext()
+        )
+        with evaluation as span:
             opinions: list[str] = []
             extract = None
             if text.strip():
@@ -107,6 +122,13 @@ class BiasScorer:
                     text, score, self.scale, [verdict.reason for verdict in verdicts]
                 )
                 reason = await run.step("generate_reason", self._ask_reason(run, reason_request))
+            if span is not None:
+                span.set_attribute("gen_ai.evaluation.score.value", score)
+                span.set_attribute("bias.scale", self.scale)
+                span.set_attribute("bias.opinions.count", len(opinions))
+                span.set_attribute(
+                    "bias.biased.count", sum(is_biased(verdict.result) for verdict in verdicts)
+                )
 
         return BiasResult(
             run_id=run_id or str(uuid.uuid4()),
@@ -204,7 +226,9 @@ class _Run:
 
     async def step(self, name: str, work: Awaitable[T]) -> T:
         started = time.perf_counter()
-        with _tracer.start_as_current_span(f"bias.{name}"), _name_failures(name):
+        span_name = _STEP_SPANS[name]
+        attributes = {"bias.step": name}
+        with _tracer.start_as_current_span(span_name, attributes=attributes), _name_failures(name):
             try:
                 return await work
             finally:

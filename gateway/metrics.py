@@ -1,0 +1,145 @@
+"""Prometheus metrics for `/metrics`.
+
+Names follow Prometheus conventions (`_total`, `_seconds`). Each app owns its
+registry, so several apps in one process (tests) do not collide. With
+`--workers N`, `bias-gateway serve` sets `PROMETHEUS_MULTIPROC_DIR` and every
+worker writes its values there; `/metrics` on any worker then reports the sum
+over all workers (prometheus-client's multiprocess mode).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "ModelLabels"]
+
+_LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+_TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144)
+
+
+class ModelLabels:
+    """Bounded label values for model names: aliases, then up to `cap` others, then "other"."""
+
+    def __init__(self, aliases: Iterable[str], cap: int) -> None:
+        self._known = set(aliases)
+        self._extra: set[str] = set()
+        self._cap = cap
+
+    def __call__(self, model: str | None) -> str:
+        if model is None:
+            return "none"
+        if model in self._known or model in self._extra:
+            return model
+        if len(self._extra) < self._cap:
+            self._extra.add(model)
+            return model
+        return "other"
+
+
+class Metrics:
+    def __init__(
+        self, *, aliases: Iterable[str] = (), model_cap: int = 50, scale: float = 1
+    ) -> None:
+        self.multiprocess = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.model = ModelLabels(aliases, model_cap)
+        registry = self.registry
+        self.requests = Counter(
+            "gateway_requests_total",
+            "HTTP requests by route, model, status and bias status.",
+            ["route", "model", "status", "bias_status"],
+            registry=registry,
+        )
+        self.request_seconds = Histogram(
+            "gateway_request_duration_seconds",
+            "Time from request to the end of the response, streams included.",
+            ["route", "model"],
+            buckets=_LATENCY,
+            registry=registry,
+        )
+        self.upstream_seconds = Histogram(
+            "gateway_upstream_duration_seconds",
+            "Upstream call time: to the whole body, or to the end of a stream.",
+            ["model", "stream"],
+            buckets=_LATENCY,
+            registry=registry,
+        )
+        self.ttft_seconds = Histogram(
+            "gateway_upstream_time_to_first_chunk_seconds",
+            "Streaming: time from the upstream request to its first chunk.",
+            ["model"],
+            buckets=_LATENCY,
+            registry=registry,
+        )
+        self.operation_seconds = Histogram(
+            "gen_ai_client_operation_duration_seconds",
+            "GenAI client operation duration (OTel gen_ai.client.operation.duration).",
+            ["gen_ai_operation_name", "gen_ai_request_model", "role"],
+            buckets=_LATENCY,
+            registry=registry,
+        )
+        self.token_usage = Histogram(
+            "gen_ai_client_token_usage",
+            "Tokens per GenAI call (OTel gen_ai.client.token.usage).",
+            ["gen_ai_token_type", "gen_ai_request_model", "role"],
+            buckets=_TOKENS,
+            registry=registry,
+        )
+        self.bias_score = Histogram(
+            "bias_score",
+            "Bias scores of scored responses, on the 0..scale range.",
+            ["model"],
+            buckets=tuple(round(scale * step / 10, 6) for step in range(1, 11)),
+            registry=registry,
+        )
+        self.verdicts = Counter(
+            "bias_verdicts_total", "Verdicts reached.", ["model", "verdict"], registry=registry
+        )
+        self.judge_seconds = Histogram(
+            "bias_judge_step_duration_seconds",
+            "Judge time per scorer step (preprocess, analyze, generate_reason).",
+            ["step"],
+            buckets=_LATENCY,
+            registry=registry,
+        )
+        self.judge_errors = Counter(
+            "bias_judge_errors_total",
+            "Failed scorings by error type.",
+            ["error_type"],
+            registry=registry,
+        )
+        self.queue_depth = Gauge(
+            "bias_scoring_queue_depth",
+            "Monitor-mode jobs waiting for a scoring worker.",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.skipped = Counter(
+            "bias_skipped_total", "Responses not scored, by reason.", ["reason"], registry=registry
+        )
+        self.dropped = Counter(
+            "bias_dropped_total", "Scoring jobs dropped, by reason.", ["reason"], registry=registry
+        )
+
+    def render(self) -> bytes:
+        if self.multiprocess:
+            collected = CollectorRegistry()
+            multiprocess.MultiProcessCollector(collected)  # type: ignore[no-untyped-call]
+            return generate_latest(collected)
+        return generate_latest(self.registry)
+
+    @staticmethod
+    def mark_process_dead() -> None:
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
