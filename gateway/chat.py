@@ -293,6 +293,7 @@ class _Call:
             reason = "upstream_error"
         if reason is None:
             return None
+        self.gateway.metrics.skipped.labels(reason).inc()
         _note(self.request, bias_status="skipped")
         return _skipped(reason)
 

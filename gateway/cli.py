@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 
 from gateway.config import (
@@ -63,6 +64,9 @@ def _serve(args: argparse.Namespace) -> int:
         asyncio.run(store.close())
     except StoreError as exc:
         raise ConfigError(f"store.path: {exc}") from exc
+    if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Each worker writes its metric values here; /metrics on any of them sums them all.
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="bias-gateway-metrics-")
     os.environ["BIAS_GATEWAY_SWEPT"] = "1"
     os.environ["BIAS_GATEWAY_LOG_LEVEL"] = args.log_level.upper()
     if args.config:

@@ -19,6 +19,7 @@ for name in ("ANTHROPIC_API_KEY", "BIAS_JUDGE_API_KEY", "BIAS_JUDGE_BASE_URL"):
 
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402  (after the env is set)
 from tests.support.servers import ServerThread  # noqa: E402
+from tests.support.telemetry import Captured  # noqa: E402
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -74,3 +75,11 @@ def fake_openai(_fake_server: FakeOpenAI) -> FakeOpenAI:
     """The fake upstream/judge on 127.0.0.1, reset to its defaults for this test."""
     _fake_server.reset()
     return _fake_server
+
+
+@pytest.fixture(scope="session", autouse=True)
+def otel_capture() -> Captured:
+    """The process-wide tracer provider, set before any app can claim it, read by tests."""
+    captured = Captured()
+    captured.install_global()
+    return captured

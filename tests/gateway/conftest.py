@@ -13,6 +13,7 @@ import pytest
 from gateway.app import create_app
 from gateway.config import Settings
 from gateway.state import Gateway
+from gateway.telemetry import Telemetry
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
 from tests.support.servers import ServerThread
 
@@ -82,9 +83,9 @@ def make_gateway(
     """Start the gateway under real uvicorn on 127.0.0.1; keyword arguments override settings."""
     running: list[RunningGateway] = []
 
-    def make(**overrides: Any) -> RunningGateway:
+    def make(otel: Telemetry | None = None, **overrides: Any) -> RunningGateway:
         settings = settings_for(fake_openai, tmp_path, **overrides)
-        app = create_app(settings)
+        app = create_app(settings, telemetry=otel)
         server = ServerThread(app, lifespan="on").start()
         gateway = RunningGateway(server, app, settings)
         running.append(gateway)

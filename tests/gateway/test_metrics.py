@@ -1,0 +1,149 @@
+"""`/metrics` after real traffic: counters move by the right amounts."""
+
+from __future__ import annotations
+
+import re
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from gateway.metrics import ModelLabels
+from tests.gateway.conftest import RunningGateway, policy
+from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from tests.support.subprocess_gateway import start_gateway
+
+MakeGateway = Callable[..., RunningGateway]
+REQUEST = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    """The sum of the samples named `name` whose labels include `labels` (0 when none)."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split(" ")[0]))
+        if all(found.get(key) == value for key, value in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def scrape(gateway: RunningGateway, api_key: str | None = None) -> str:
+    with gateway.http(api_key) as http:
+        response = http.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return response.text
+
+
+def test_counters_move_with_traffic(fake_openai: FakeOpenAI, make_gateway: MakeGateway) -> None:
+    gateway = make_gateway(**policy(mode="enforce", sample_rate=0.5, block_action="replace"))
+    with gateway.http() as http:
+        for _ in range(4):
+            http.post("/v1/chat/completions", json=REQUEST)
+    text = scrape(gateway)
+
+    route = "/v1/chat/completions"
+    assert sample(text, "gateway_requests_total", route=route, bias_status="scored") == 2
+    assert sample(text, "gateway_requests_total", route=route, bias_status="skipped") == 2
+    assert sample(text, "gateway_request_duration_seconds_count", route=route) == 4
+    assert sample(text, "gateway_upstream_duration_seconds_count", model="gpt-test") == 4
+    assert sample(text, "bias_verdicts_total", model="gpt-test", verdict="block") == 2
+    assert sample(text, "bias_score_count", model="gpt-test") == 2
+    assert sample(text, "bias_score_bucket", model="gpt-test", le="0.9") == 0
+    assert sample(text, "bias_score_bucket", model="gpt-test", le="1.0") == 2
+    assert sample(text, "bias_skipped_total", reason="not_sampled") == 2
+    assert sample(text, "bias_judge_step_duration_seconds_count", step="analyze") == 2
+    assert sample(text, "gen_ai_client_operation_duration_seconds_count", role="upstream") == 4
+    assert sample(text, "gen_ai_client_operation_duration_seconds_count", role="judge") == 6
+    assert (
+        sample(text, "gen_ai_client_token_usage_count", gen_ai_token_type="input", role="judge")
+        == 2
+    )
+    assert sample(text, "bias_scoring_queue_depth") == 0
+
+
+def test_judge_errors_and_stream_ttft(fake_openai: FakeOpenAI, make_gateway: MakeGateway) -> None:
+    fake_openai.fail(Fault(step="preprocess", status=401))
+    gateway = make_gateway(**policy(mode="enforce"))
+    with gateway.http() as http:
+        http.post("/v1/chat/completions", json=REQUEST)
+        http.post("/v1/chat/completions", json={**REQUEST, "stream": True})
+    text = scrape(gateway)
+    assert sample(text, "bias_judge_errors_total", error_type="JudgeUnavailable") == 1
+    assert sample(text, "gateway_upstream_time_to_first_chunk_seconds_count", model="gpt-test") == 1
+
+
+def test_overload_is_counted(fake_openai: FakeOpenAI, make_gateway: MakeGateway) -> None:
+    fake_openai.judge_delay = 0.3
+    gateway = make_gateway(queue={"size": 1, "workers": 1})
+    with gateway.http() as http:
+        statuses = [
+            http.post("/v1/chat/completions", json=REQUEST).headers["x-bias-status"]
+            for _ in range(5)
+        ]
+    text = scrape(gateway)
+    assert sample(text, "bias_skipped_total", reason="overloaded") == statuses.count("skipped")
+    assert statuses.count("skipped") >= 2
+
+
+def test_metrics_need_a_key_when_keys_are_configured(make_gateway: MakeGateway) -> None:
+    gateway = make_gateway(api_keys="metrics-key-0001")
+    with gateway.http() as http:
+        assert http.get("/metrics").status_code == 401
+    assert "gateway_requests_total" in scrape(gateway, "metrics-key-0001")
+
+
+def test_model_labels_are_bounded() -> None:
+    labels = ModelLabels(["alias"], cap=2)
+    assert [labels(name) for name in ("alias", "a", "b", "c", "a", None)] == [
+        "alias",
+        "a",
+        "b",
+        "other",
+        "a",
+        "none",
+    ]
+
+
+def test_unknown_models_fold_into_other(make_gateway: MakeGateway) -> None:
+    gateway = make_gateway(telemetry={"model_label_cap": 1})
+    with gateway.http() as http:
+        for model in ("first", "second", "third"):
+            http.post("/v1/chat/completions", json={**REQUEST, "model": model})
+    text = scrape(gateway)
+    route = "/v1/chat/completions"
+    assert sample(text, "gateway_requests_total", route=route, model="first") == 1
+    assert sample(text, "gateway_requests_total", route=route, model="other") == 2
+    assert sample(text, "gateway_requests_total", route=route, model="second") == 0
+
+
+def test_workers_share_one_view_of_metrics(
+    fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    config: dict[str, Any] = {
+        "upstream": {"base_url": fake_openai.base_url},
+        "judge": {"model": JUDGE_MODEL, "max_retries": 0},
+        "store": {"path": str(tmp_path / "s.db")},
+        "policies": {"default": {"mode": "off"}},
+    }
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump(config))
+    process, url = start_gateway(path, extra=["--workers", "2"])
+    try:
+        # New connections each time, so the kernel spreads them over both workers.
+        for _ in range(12):
+            httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=10)
+        texts = [httpx.get(f"{url}/metrics", timeout=10).text for _ in range(4)]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    route = "/v1/chat/completions"
+    # Whichever worker answers the scrape, it reports all 12 requests.
+    assert {sample(text, "gateway_requests_total", route=route) for text in texts} == {12.0}
