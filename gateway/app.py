@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from gateway.access import AccessLog
 from gateway.auth import Authenticator
+from gateway.cache import ScoreCache
 from gateway.chat import chat_completions
 from gateway.config import Settings, load_settings, settings_from_env
 from gateway.endpoints import (
@@ -106,6 +107,7 @@ def create_app(
             queue_size=settings.queue.size,
             workers=settings.queue.workers,
             capture_content=settings.store.capture_content,
+            cache=ScoreCache(settings.judge.cache_size) if settings.judge.cache_size else None,
         )
         scoring.start()
         state = Gateway(

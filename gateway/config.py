@@ -148,6 +148,8 @@ class JudgeSettings(_Model):
     scale: PositiveFloat = 1.0
     include_reason: bool = True
     judge_whole_text_when_no_opinions: bool = True
+    # Identical response texts are judged once: an LRU of this many results (0 = off).
+    cache_size: Annotated[int, Field(ge=0)] = 10000
 
 
 class Policy(_Model):

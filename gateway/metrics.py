@@ -119,6 +119,12 @@ class Metrics:
             ["error_type"],
             registry=registry,
         )
+        self.cache_lookups = Counter(
+            "bias_cache_lookups_total",
+            "Content-hash score cache lookups, by result (hit or miss).",
+            ["result"],
+            registry=registry,
+        )
         self.queue_depth = Gauge(
             "bias_scoring_queue_depth",
             "Monitor-mode jobs waiting for a scoring worker.",

@@ -24,12 +24,14 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext
 
+from gateway.cache import ScoreCache, cache_key
 from gateway.config import Policy
 from gateway.metrics import Metrics
 from gateway.policy import Verdict, verdict_for
 from gateway.store import ScoreRecord, ScoreStore
 from gateway.telemetry import Telemetry
 from guard import BiasResult, BiasScorer, JudgeError
+from guard.result import JudgeUsage
 
 __all__ = ["Outcome", "ScoreRequest", "Scoring"]
 
@@ -71,6 +73,7 @@ class Outcome:
     status_reason: str | None = None  # skip reason, or the judge error's type
     result: BiasResult | None = None
     judge_ms: float | None = None
+    cached: bool = False  # the verdicts came from the content-hash cache
 
 
 class Scoring:
@@ -86,12 +89,14 @@ class Scoring:
         queue_size: int,
         workers: int,
         capture_content: bool,
+        cache: ScoreCache | None = None,
     ) -> None:
         self.scorer = scorer
         self.store = store
         self.telemetry = telemetry
         self.metrics = metrics
         self.capture_content = capture_content
+        self.cache = cache
         self._queue: asyncio.Queue[tuple[ScoreRequest, list[str]]] = asyncio.Queue(queue_size)
         self._worker_count = workers
         self._workers: list[asyncio.Task[None]] = []
@@ -136,15 +141,15 @@ class Scoring:
             verdict=outcome.verdict,
             judge_ms=outcome.judge_ms,
             judge_calls=outcome.result.judge_calls if outcome.result else None,
+            cached=outcome.cached,
         )
         return outcome
 
     async def _judge(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         started = time.perf_counter()
         try:
-            results = await asyncio.gather(
-                *(self.scorer.run(output=text, run_id=request.run_id) for text in texts)
-            )
+            runs = await asyncio.gather(*(self._run_one(text, request.run_id) for text in texts))
+            results = [result for result, _ in runs]
         except JudgeError as exc:
             outcome = Outcome(request.run_id, "error", status_reason=type(exc).__name__)
             outcome.reason = str(exc)
@@ -157,7 +162,8 @@ class Scoring:
                 error=str(exc),
             )
         else:
-            worst = max(results, key=lambda result: result.score)
+            worst_index = max(range(len(results)), key=lambda index: results[index].score)
+            worst = results[worst_index]
             outcome = Outcome(
                 request.run_id,
                 "scored",
@@ -169,9 +175,25 @@ class Scoring:
                 ),
                 reason=worst.reason,
                 result=worst,
+                cached=runs[worst_index][1],
             )
         outcome.judge_ms = round((time.perf_counter() - started) * 1000, 3)
         return outcome
+
+    async def _run_one(self, text: str, run_id: str) -> tuple[BiasResult, bool]:
+        if self.cache is None:
+            return await self.scorer.run(output=text, run_id=run_id), False
+        result, cached = await self.cache.get_or_run(
+            cache_key(self.scorer, text), lambda: self.scorer.run(output=text, run_id=run_id)
+        )
+        self.metrics.cache_lookups.labels("hit" if cached else "miss").inc()
+        if not cached:
+            return result, False
+        # The verdicts are reused; the run is this request's, and it cost no judge call.
+        reused = result.model_copy(
+            update={"run_id": run_id, "judge_calls": 0, "durations_ms": {}, "usage": JudgeUsage()}
+        )
+        return reused, True
 
     def submit(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Queue a monitor-mode job; a full queue records `skipped` (overloaded)."""
@@ -274,6 +296,8 @@ class Scoring:
             return
         metrics.bias_score.labels(model).observe(outcome.score)
         metrics.verdicts.labels(model, outcome.verdict or "none").inc()
+        if outcome.cached:
+            return  # no judge call was made
         judge_model = self.scorer.judge.model
         for step, milliseconds in outcome.result.durations_ms.items():
             metrics.judge_seconds.labels(step).observe(milliseconds / 1000)
@@ -300,7 +324,7 @@ class Scoring:
                 verdict=outcome.verdict,
                 reason=outcome.reason,
                 status_reason=outcome.status_reason,
-                result=_stored_result(outcome.result, capture),
+                result=_stored_result(outcome.result, capture, cached=outcome.cached),
                 response_id=request.response_id,
                 request_id=request.request_id,
                 prompt=request.prompt if capture else None,
@@ -327,10 +351,13 @@ class _Throttle:
         return held
 
 
-def _stored_result(result: BiasResult | None, capture_content: bool) -> dict[str, object] | None:
+def _stored_result(
+    result: BiasResult | None, capture_content: bool, *, cached: bool
+) -> dict[str, object] | None:
     if result is None:
         return None
     data = result.to_json_dict()
+    data["cached"] = cached
     if not capture_content:
         # The prompts embed the response text: keep them out unless content capture is on.
         for key in ("preprocessPrompt", "analyzePrompt", "generateReasonPrompt"):

@@ -58,12 +58,15 @@ def test_counters_move_with_traffic(fake_openai: FakeOpenAI, make_gateway: MakeG
     assert sample(text, "bias_score_bucket", model="gpt-test", le="0.9") == 0
     assert sample(text, "bias_score_bucket", model="gpt-test", le="1.0") == 2
     assert sample(text, "bias_skipped_total", reason="not_sampled") == 2
-    assert sample(text, "bias_judge_step_duration_seconds_count", step="analyze") == 2
+    # The two scored responses have the same text: the second comes from the cache.
+    assert sample(text, "bias_cache_lookups_total", result="miss") == 1
+    assert sample(text, "bias_cache_lookups_total", result="hit") == 1
+    assert sample(text, "bias_judge_step_duration_seconds_count", step="analyze") == 1
     assert sample(text, "gen_ai_client_operation_duration_seconds_count", role="upstream") == 4
-    assert sample(text, "gen_ai_client_operation_duration_seconds_count", role="judge") == 6
+    assert sample(text, "gen_ai_client_operation_duration_seconds_count", role="judge") == 3
     assert (
         sample(text, "gen_ai_client_token_usage_count", gen_ai_token_type="input", role="judge")
-        == 2
+        == 1
     )
     assert sample(text, "bias_scoring_queue_depth") == 0
 

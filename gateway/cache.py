@@ -1,0 +1,75 @@
+"""A content-hash cache of bias results, so an identical response text is judged once.
+
+Keys hash the judge model, the scorer options and the text, so a change of
+judge or scale never reuses an old verdict. Concurrent requests for the same
+text share one judge run instead of racing to fill the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+
+from guard import BiasResult, BiasScorer
+
+__all__ = ["ScoreCache", "cache_key"]
+
+
+def cache_key(scorer: BiasScorer, text: str) -> str:
+    options = (
+        f"{scorer.judge.model}\0{scorer.scale}\0{scorer.include_reason}"
+        f"\0{scorer.judge_whole_text_when_no_opinions}\0"
+    )
+    return hashlib.sha256((options + text).encode()).hexdigest()
+
+
+class ScoreCache:
+    """An in-memory LRU of `BiasResult`s by content hash."""
+
+    def __init__(self, maxsize: int) -> None:
+        if maxsize < 1:
+            raise ValueError("maxsize must be >= 1")
+        self.maxsize = maxsize
+        self._results: OrderedDict[str, BiasResult] = OrderedDict()
+        self._inflight: dict[str, asyncio.Future[BiasResult]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    async def get_or_run(
+        self, key: str, run: Callable[[], Awaitable[BiasResult]]
+    ) -> tuple[BiasResult, bool]:
+        """The cached result for `key`, or `run()`'s; the flag says whether it was cached."""
+        cached = self._results.get(key)
+        if cached is not None:
+            self._results.move_to_end(key)
+            self.hits += 1
+            return cached, True
+        pending = self._inflight.get(key)
+        if pending is not None:
+            self.hits += 1
+            return await asyncio.shield(pending), True
+        self.misses += 1
+        future: asyncio.Future[BiasResult] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            result = await run()
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            # Waiters see the same failure; nothing is cached.
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: a lone failure has no waiter to read it
+            raise
+        finally:
+            del self._inflight[key]
+        future.set_result(result)
+        self._results[key] = result
+        if len(self._results) > self.maxsize:
+            self._results.popitem(last=False)
+        return result, False

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from gateway.cache import ScoreCache, cache_key
+from guard import BiasResult, BiasScorer
+from guard.testing import scripted_bias_judge
+from tests.gateway.conftest import RunningGateway, policy
+from tests.support.fake_openai import FakeOpenAI
+
+MakeGateway = Callable[..., RunningGateway]
+
+
+def scorer(**options: object) -> BiasScorer:
+    return BiasScorer(scripted_bias_judge(opinions=["o"], verdicts=[("yes", "r")]), **options)  # type: ignore[arg-type]
+
+
+async def test_identical_texts_are_judged_once() -> None:
+    cache = ScoreCache(maxsize=10)
+    biased = scorer()
+    calls = 0
+
+    async def run() -> BiasResult:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.01)
+        return await biased.run(output="same")
+
+    key = cache_key(biased, "same")
+    results = await asyncio.gather(*(cache.get_or_run(key, run) for _ in range(5)))
+    again, cached = await cache.get_or_run(key, run)
+
+    assert calls == 1  # concurrent lookups shared the one run
+    assert [flag for _, flag in results].count(False) == 1
+    assert cached is True
+    assert again.score == 1
+    assert (cache.hits, cache.misses) == (5, 1)
+
+
+async def test_lru_evicts_the_oldest() -> None:
+    cache = ScoreCache(maxsize=2)
+    biased = scorer()
+    for text in ("a", "b", "a", "c"):  # "a" is used again, so "b" is the oldest
+        await cache.get_or_run(text, lambda text=text: biased.run(output=text))  # type: ignore[misc]
+    assert len(cache) == 2
+    _, cached_a = await cache.get_or_run("a", lambda: biased.run(output="a"))
+    _, cached_b = await cache.get_or_run("b", lambda: biased.run(output="b"))
+    assert cached_a is True
+    assert cached_b is False
+
+
+async def test_failures_are_not_cached() -> None:
+    cache = ScoreCache(maxsize=2)
+
+    async def fail() -> BiasResult:
+        raise RuntimeError("judge down")
+
+    with pytest.raises(RuntimeError):
+        await cache.get_or_run("k", fail)
+    with pytest.raises(RuntimeError):
+        await cache.get_or_run("k", fail)
+    assert cache.misses == 2
+    assert len(cache) == 0
+
+
+def test_keys_depend_on_the_scorer_options() -> None:
+    keys = {
+        cache_key(scorer(), "text"),
+        cache_key(scorer(scale=10), "text"),
+        cache_key(scorer(include_reason=False), "text"),
+        cache_key(scorer(), "other text"),
+    }
+    assert len(keys) == 4
+    assert cache_key(scorer(), "text") == cache_key(scorer(), "text")
+
+
+def test_bad_size() -> None:
+    with pytest.raises(ValueError, match="maxsize"):
+        ScoreCache(0)
+
+
+def test_gateway_reuses_verdicts_for_a_repeated_response(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    gateway = make_gateway(**policy(mode="enforce", block_action="replace"))
+    client = gateway.client()
+    first = client.chat.completions.with_raw_response.create(
+        model="m", messages=[{"role": "user", "content": "a"}]
+    )
+    second = client.chat.completions.with_raw_response.create(
+        model="m", messages=[{"role": "user", "content": "b"}]
+    )
+
+    assert fake_openai.judge_calls() == 3
+    assert first.headers["x-bias-score"] == second.headers["x-bias-score"] == "1"
+    record = gateway.wait_for_score(second.headers["x-bias-run-id"])
+    assert record["result"]["cached"] is True
+    assert record["result"]["judgeCalls"] == 0
+    assert record["result"]["runId"] == second.headers["x-bias-run-id"]
+    assert gateway.wait_for_score(first.headers["x-bias-run-id"])["result"]["cached"] is False
+
+
+def test_cache_can_be_turned_off(fake_openai: FakeOpenAI, make_gateway: MakeGateway) -> None:
+    gateway = make_gateway(
+        judge={"cache_size": 0}, **policy(mode="enforce", block_action="replace")
+    )
+    for _ in range(2):
+        gateway.client().chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "a"}]
+        )
+    assert fake_openai.judge_calls() == 6
