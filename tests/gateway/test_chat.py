@@ -414,3 +414,26 @@ async def test_async_sdk_client(fake_openai: FakeOpenAI, make_gateway: MakeGatew
         raw = await client.chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
     assert raw.headers["x-bias-verdict"] == "block"
     assert raw.parse().choices[0].finish_reason == "content_filter"
+
+
+def test_client_authorization_is_forwarded_only_when_configured(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    gateway = make_gateway(models={"byok": {"forward_client_auth": True}}, **policy(mode="off"))
+    gateway.client("sk-client-own-key").chat.completions.create(model="byok", messages=MESSAGES)
+    gateway.client("sk-client-own-key").chat.completions.create(model="other", messages=MESSAGES)
+    forwarded, default = (r.headers["authorization"] for r in fake_openai.requests)
+    assert forwarded == "Bearer sk-client-own-key"
+    assert default == "Bearer sk-upstream-secret"
+
+
+def test_store_keeps_content_only_when_capture_is_on(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    fake_openai.reply = BIASED
+    gateway = make_gateway(store={"capture_content": True})
+    raw = create(gateway)
+    record = gateway.wait_for_score(raw.headers["x-bias-run-id"])
+    assert record["completion"] == BIASED
+    assert "Tell me about engineers." in record["prompt"]
+    assert BIASED in record["result"]["preprocessPrompt"]
