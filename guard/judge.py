@@ -255,6 +255,8 @@ class OpenAIJudge(_BaseJudge):
         try:
             response = await self._client_for_running_loop().post(url, json=body, headers=headers)
         except httpx.TimeoutException as exc:
+            if _refused(exc):
+                raise _Retryable(f"judge at {url} unreachable: {exc!r}", None, None) from exc
             raise JudgeTimeout(f"judge call to {url} timed out after {self.timeout}s") from exc
         except httpx.TransportError as exc:
             raise _Retryable(f"judge at {url} unreachable: {exc!r}", None, None) from exc
@@ -414,6 +416,22 @@ def _retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, parsed.timestamp() - time.time())
+
+
+def _refused(exc: BaseException) -> bool:
+    """A connection refused or reset somewhere behind a reported timeout.
+
+    httpx-aiohttp reports a refused connect as `httpx.ConnectTimeout`; the cause
+    chain still holds the `OSError` that is not a timeout.
+    """
+    current: BaseException | None = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if current is None:
+            return False
+        if isinstance(current, OSError) and not isinstance(current, TimeoutError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _read_completion(raw: str) -> JudgeReply:

@@ -187,3 +187,27 @@ async def test_litellm_judge_maps_errors(fake_openai: FakeOpenAI) -> None:
     judge = LiteLLMJudge("openai/judge", base_url=fake_openai.base_url, api_key="k", max_retries=0)
     with pytest.raises(JudgeUnavailable):
         await judge.complete(MESSAGES)
+
+
+async def test_refused_connection_over_httpx_aiohttp_is_unavailable_not_timeout() -> None:
+    from httpx_aiohttp import AiohttpTransport
+
+    judge = OpenAIJudge(
+        base_url="http://127.0.0.1:9/v1", model="m", max_retries=0, transport=AiohttpTransport()
+    )
+    try:
+        with pytest.raises(JudgeUnavailable, match="unreachable"):
+            await judge.complete(MESSAGES)
+    finally:
+        await judge.aclose()
+
+
+async def test_httpx_aiohttp_transport_reaches_the_judge(fake_openai: FakeOpenAI) -> None:
+    from httpx_aiohttp import AiohttpTransport
+
+    judge = judge_for(fake_openai, transport=AiohttpTransport())
+    try:
+        reply = await judge.complete(MESSAGES, schema=EXTRACT_SCHEMA)
+    finally:
+        await judge.aclose()
+    assert reply.text.startswith('{"opinions"')
