@@ -1,13 +1,10 @@
-"""The request-id and access-log middleware, and structlog's configuration."""
+"""The per-request middleware: request id, server span, metrics and the access line."""
 
 from __future__ import annotations
 
-import logging
 import re
-import sys
 import time
 import uuid
-from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
@@ -17,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.metrics import Metrics
 
-__all__ = ["AccessLog", "add_trace_ids", "configure_logging", "route_of"]
+__all__ = ["AccessLog", "route_of"]
 
 log = structlog.get_logger("gateway.access")
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -124,17 +121,6 @@ def _carrier(scope: Scope) -> dict[str, str]:
     }
 
 
-def add_trace_ids(
-    logger: Any, method: str, event: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
-    """structlog processor: the current span's trace_id and span_id on every line."""
-    context = trace.get_current_span().get_span_context()
-    if context.is_valid:
-        event.setdefault("trace_id", format(context.trace_id, "032x"))
-        event.setdefault("span_id", format(context.span_id, "016x"))
-    return event
-
-
 def _request_id(scope: Scope) -> str:
     for name, value in scope.get("headers", []):
         if name == b"x-request-id":
@@ -142,46 +128,3 @@ def _request_id(scope: Scope) -> str:
             if _SAFE_REQUEST_ID.fullmatch(candidate):
                 return candidate
     return uuid.uuid4().hex
-
-
-def configure_logging(*, json_logs: bool | None = None, level: str = "INFO") -> None:
-    """JSON lines by default; readable console output when stdout is a terminal."""
-    if json_logs is None:
-        json_logs = not sys.stdout.isatty()
-    shared: list[Any] = [
-        structlog.contextvars.merge_contextvars,
-        add_trace_ids,
-        structlog.stdlib.add_log_level,
-        structlog.stdlib.add_logger_name,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-    ]
-    renderer: Any = (
-        structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer()
-    )
-    structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=True,
-    )
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=shared,
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.processors.format_exc_info,
-                renderer,
-            ],
-        )
-    )
-    root = logging.getLogger()
-    root.handlers = [handler]
-    root.setLevel(level)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
-        logging.getLogger(name).handlers = []
-        logging.getLogger(name).propagate = True
-    # uvicorn's own access log would duplicate ours.
-    logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
-    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -191,7 +191,7 @@ async def _unexpected_error(request: Request, exc: Exception) -> Response:
 
 def app_from_environment() -> Starlette:
     """The uvicorn factory for `bias-gateway serve` (one call per worker process)."""
-    from gateway.access import configure_logging
+    from gateway.logs import configure_logging
 
     configure_logging(level=os.environ.get("BIAS_GATEWAY_LOG_LEVEL", "INFO"))
     path = os.environ.get(CONFIG_ENV)

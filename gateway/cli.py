@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gateway.access import configure_logging
+    from gateway.logs import configure_logging
     from gateway.store import ScoreStore, StoreError
 
     settings: Settings = load_settings(args.config) if args.config else settings_from_env()
