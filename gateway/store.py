@@ -189,9 +189,10 @@ class ScoreStore:
     called from any thread; the async methods belong to the running loop.
     """
 
-    def __init__(self, path: str | Path, *, batch_max: int = 512) -> None:
+    def __init__(self, path: str | Path, *, batch_max: int = 512, linger: float = 0.005) -> None:
         if batch_max < 1:
             raise ValueError(f"batch_max must be >= 1, got {batch_max}")
+        self._linger = linger
         self._path = Path(path)
         self._batch_max = batch_max
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
@@ -342,6 +343,7 @@ class ScoreStore:
     def _next_batch(self) -> tuple[list[ScoreRecord], list[_Barrier], bool]:
         records: list[ScoreRecord] = []
         barriers: list[_Barrier] = []
+        deadline: float | None = None
         item = self._queue.get()
         while True:
             if isinstance(item, ScoreRecord):
@@ -355,7 +357,21 @@ class ScoreStore:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                return records, barriers, False
+                if barriers or not records or self._linger <= 0:
+                    return records, barriers, False
+                # Group commit: wait a moment for more records, so that under load one
+                # transaction (one WAL append) carries many rows instead of one each.
+                # At 2,000 records/s: 37-56 us of CPU per record against 55-62 us
+                # without it, in two noisy runs of `python -m bench.store_commit`.
+                if deadline is None:
+                    deadline = time.monotonic() + self._linger
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return records, barriers, False
+                try:
+                    item = self._queue.get(timeout=remaining)
+                except queue.Empty:
+                    return records, barriers, False
 
     def _write(self, conn: sqlite3.Connection, records: list[ScoreRecord]) -> None:
         rows = []
