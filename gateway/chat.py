@@ -254,7 +254,7 @@ class _Call:
         for kind, key in (("input", "prompt_tokens"), ("output", "completion_tokens")):
             if isinstance(usage.get(key), int):
                 metrics.token_usage.labels(kind, model, "upstream").observe(usage[key])
-        if self.gateway.telemetry.capture_content:
+        if self.gateway.telemetry.capture_content and span.is_recording():
             span.set_attribute("gen_ai.input.messages", json.dumps(self.chat.body["messages"]))
             texts = facts.get("texts")
             if texts:

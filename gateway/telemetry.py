@@ -27,6 +27,7 @@ from opentelemetry.sdk._logs.export import (
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from gateway.config import TelemetrySettings
@@ -52,7 +53,9 @@ class Telemetry:
         logger_provider: LoggerProvider,
         *,
         capture_content: bool = False,
+        exporting: bool = True,
     ) -> None:
+        self.exporting = exporting  # False: nothing leaves the process, so skip the events
         self.tracer_provider = tracer_provider
         self.logger_provider = logger_provider
         self.tracer = tracer_provider.get_tracer("gateway")
@@ -66,10 +69,13 @@ class Telemetry:
         env = os.environ if env is None else env
         service = settings.service_name or env.get("OTEL_SERVICE_NAME") or "bias-gateway"
         resource = Resource.create({"service.name": service})
-        tracer_provider = TracerProvider(resource=resource)
-        logger_provider = LoggerProvider(resource=resource)
         exporter = settings.exporter or env.get("OTEL_TRACES_EXPORTER", "none").strip().lower()
         exporters = _exporters(exporter, env)
+        # With no exporter, spans are not recorded at all; they still carry trace ids,
+        # for the logs and for the traceparent sent upstream.
+        sampler = ALWAYS_OFF if exporters is None else ParentBased(ALWAYS_ON)
+        tracer_provider = TracerProvider(resource=resource, sampler=sampler)
+        logger_provider = LoggerProvider(resource=resource)
         if exporters is not None:
             span_exporter, log_exporter = exporters
             tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
@@ -78,6 +84,7 @@ class Telemetry:
             tracer_provider,
             logger_provider,
             capture_content=capture_content_enabled(settings, env),
+            exporting=exporters is not None,
         )
 
     def install_global(self) -> None:
@@ -150,6 +157,8 @@ class Telemetry:
 
     def emit_evaluation(self, attributes: dict[str, Any], context: Context | None) -> None:
         """The `gen_ai.evaluation.result` event, in the chat span's context."""
+        if not self.exporting:
+            return
         self.events.emit(
             LogRecord(
                 event_name=EVALUATION_EVENT,

@@ -323,3 +323,11 @@ def test_capture_switch_follows_the_standard_variable() -> None:
     assert Telemetry.from_settings(TelemetrySettings(), env={}).capture_content is False
     forced = TelemetrySettings(capture_content=False)
     assert Telemetry.from_settings(forced, env=on).capture_content is False
+
+
+def test_without_an_exporter_spans_are_not_recorded_but_carry_ids() -> None:
+    telemetry = Telemetry.from_settings(TelemetrySettings(), env={})
+    span = telemetry.start_chat("m", provider="openai", base_url="http://h:1/v1", stream=False)
+    assert not span.is_recording()
+    assert span.get_span_context().is_valid
+    assert telemetry.exporting is False
