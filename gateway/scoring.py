@@ -184,7 +184,7 @@ class Scoring:
         if self.cache is None:
             return await self.scorer.run(output=text, run_id=run_id), False
         result, cached = await self.cache.get_or_run(
-            cache_key(self.scorer, text), lambda: self.scorer.run(output=text, run_id=run_id)
+            cache_key(self.scorer, text), lambda: self._run_for_cache(text, run_id)
         )
         self.metrics.cache_lookups.labels("hit" if cached else "miss").inc()
         if not cached:
@@ -194,6 +194,20 @@ class Scoring:
             update={"run_id": run_id, "judge_calls": 0, "durations_ms": {}, "usage": JudgeUsage()}
         )
         return reused, True
+
+    async def _run_for_cache(self, text: str, run_id: str) -> BiasResult:
+        result = await self.scorer.run(output=text, run_id=run_id)
+        if self.capture_content:
+            return result
+        # The three prompts embed the text and are most of a result's size; without
+        # content capture they are never stored, so the cache does not keep them either.
+        return result.model_copy(
+            update={
+                "preprocess_prompt": None,
+                "analyze_prompt": None,
+                "generate_reason_prompt": None,
+            }
+        )
 
     def submit(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Queue a monitor-mode job; a full queue records `skipped` (overloaded)."""
