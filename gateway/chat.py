@@ -178,7 +178,8 @@ async def chat_completions(request: Request) -> Response:
     mode = _mode(policy, request.headers.get("x-bias-mode"))
     sampled = mode != "off" and gateway.samplers[policy_name].take()
     job = ScoreRequest(
-        run_id=str(uuid.uuid4()),
+        # Only a scored response needs a run id; skipping uuid4() keeps it off the plain path.
+        run_id=str(uuid.uuid4()) if sampled else "",
         policy=policy,
         mode=mode,
         model=chat.model,
