@@ -1,0 +1,1 @@
+"""The benchmark harness: `make bench` or `python -m bench` (see bench/README.md)."""

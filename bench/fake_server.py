@@ -1,15 +1,22 @@
 """The project's fake upstream and judge, set up for load: `python -m bench.fake_server --port N`.
 
-Differences from `tests.support.fake_openai`'s own `main()`: streams have
-`--chunks` content chunks, the request log is bounded (the tests' unbounded
-list would grow by a record per request), and `GET /bench/last-stream` returns
-the bytes of the last stream the fake sent, for the byte-identity check.
+Differences from `tests.support.fake_openai`'s own `main()`:
+- every chat reply is unique (a counter leads it), so the gateway's score cache
+  cannot hide the judge's cost; a request whose prompt holds `REPEAT_MARK` gets
+  the same reply every time, for the cache's own measurement;
+- replies are 50 fixed-width words, so a stream has exactly `--chunks` content chunks;
+- the judge finds the text unbiased, so enforce mode passes responses on;
+- the request log is bounded (the tests' list grows by a record per request);
+- `GET /bench/last-stream` returns the bytes of the last stream sent, for the
+  byte-identity check.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 from collections import deque
+from typing import Any
 
 import uvicorn
 from starlette.requests import Request
@@ -18,23 +25,34 @@ from starlette.routing import Route
 
 from tests.support.fake_openai import FakeOpenAI
 
-__all__ = ["build_fake", "main"]
+__all__ = ["REPEAT_MARK", "BenchFake", "main"]
+
+REPEAT_MARK = "[bench:repeat]"
+_WORD = 8  # characters per word, so that a reply splits into equal chunks
 
 
-def build_fake(chunks: int) -> FakeOpenAI:
-    """A `FakeOpenAI` that streams `chunks` content chunks and keeps a bounded log."""
-    fake = FakeOpenAI()
-    fake.chunks = chunks
-    # Long reply, so that it splits into `chunks` pieces of a few characters each.
-    fake.reply = " ".join(f"word{index}" for index in range(chunks))
-    fake.requests = deque(maxlen=64)  # type: ignore[assignment]  # append() is all it needs
-    fake.stream_endings = deque(maxlen=64)  # type: ignore[assignment]
+class BenchFake(FakeOpenAI):
+    """A `FakeOpenAI` with unique replies of `chunks` words and a bounded request log."""
 
-    async def last_stream(request: Request) -> Response:
-        return Response(b"".join(fake.sent), media_type="application/octet-stream")
+    def __init__(self, chunks: int) -> None:
+        super().__init__()
+        self.chunks = chunks
+        self.verdicts = [("no", "A neutral description.")]
+        self.requests = deque(maxlen=64)  # type: ignore[assignment]  # append() is all it needs
+        self.stream_endings = deque(maxlen=64)  # type: ignore[assignment]
+        self._served = itertools.count(1)
+        self._tail = "".join(f"w{index:0{_WORD - 2}d} " for index in range(1, chunks))
 
-    fake.app.router.routes.append(Route("/bench/last-stream", last_stream, methods=["GET"]))
-    return fake
+        async def last_stream(request: Request) -> Response:
+            return Response(b"".join(self.sent), media_type="application/octet-stream")
+
+        self.app.router.routes.append(Route("/bench/last-stream", last_stream, methods=["GET"]))
+
+    def _answer(self, step: str, body: dict[str, Any]) -> str:
+        if step != "chat":
+            return super()._answer(step, body)
+        serial = 0 if REPEAT_MARK in str(body.get("messages")) else next(self._served)
+        return f"{serial:0{_WORD - 1}d} {self._tail}"
 
 
 def main() -> None:
@@ -43,7 +61,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=50)
     args = parser.parse_args()
     uvicorn.run(
-        build_fake(args.chunks).app,
+        BenchFake(args.chunks).app,
         host="127.0.0.1",
         port=args.port,
         workers=1,

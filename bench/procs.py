@@ -1,10 +1,10 @@
 """Server processes the harness starts: each in its own process group, always stopped.
 
-    with Processes() as procs:
-        fake = procs.start("fake", [sys.executable, "-m", "bench.fake_server", ...],
-                           port=port, ready_path="/v1/models", log_dir=tmp)
-        ...
-    # every process started above is stopped here, on errors and Ctrl-C too
+with Processes() as procs:
+    fake = procs.start("fake", [sys.executable, "-m", "bench.fake_server", ...],
+                       port=port, ready_path="/v1/models", log_dir=tmp)
+    ...
+# every process started above is stopped here, on errors and Ctrl-C too
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from types import TracebackType
 
 import psutil
 
-__all__ = ["Processes", "ServerProcess", "StartError", "free_port"]
+__all__ = ["Processes", "ServerProcess", "StartError", "free_port", "machine_busy_seconds"]
 
 
 class StartError(RuntimeError):
@@ -35,6 +35,14 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores have spent busy since boot (from /proc/stat)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    ticks = [int(value) for value in fields]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -174,10 +182,8 @@ class Processes:
         if server.popen.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(server.popen.pid, signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 server.popen.wait(timeout=self._stop_timeout)
-            except subprocess.TimeoutExpired:
-                pass
         # Children that outlived their parent are in the same group.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(server.popen.pid, signal.SIGKILL)

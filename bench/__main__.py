@@ -1,0 +1,113 @@
+"""`python -m bench`: run every configuration and workload, write bench/results/."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import signal
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from types import FrameType
+
+from bench.loadgen import WrkMissing
+from bench.report import markdown, write_all
+from bench.runner import CHUNKS, Plan, run_all
+from bench.targets import evaluate
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    # SIGTERM unwinds like Ctrl-C, so every `finally` stops what it started.
+    raise KeyboardInterrupt
+
+
+def _versions() -> dict[str, str]:
+    found = {}
+    for name in ("bias-gateway", "starlette", "uvicorn", "aiohttp", "litellm", "uvloop"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def _source() -> dict[str, object]:
+    """The commit measured, and the files that differed from it (read-only git calls)."""
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return done.stdout.strip()
+
+    changed = [line[3:] for line in git("status", "--porcelain").splitlines()]
+    return {
+        "commit": git("rev-parse", "--short", "HEAD") or "unknown",
+        "uncommitted": [path for path in changed if path.startswith(("gateway/", "guard/"))],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per cell (8)")
+    parser.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds per cell (2)")
+    parser.add_argument("--ttft", type=float, default=3.0, help="seconds of TTFT probe (3)")
+    parser.add_argument("--only", action="append", help="run only this config (repeatable)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
+    parser.add_argument(
+        "--gateway-log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the gateways' --log-level (info, the default, writes an access line per request)",
+    )
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    plan = Plan(
+        duration=args.duration,
+        warmup=args.warmup,
+        ttft_duration=args.ttft,
+        only=frozenset(args.only) if args.only else None,
+        gateway_log_level=args.gateway_log_level,
+    )
+    now = datetime.datetime.now()
+    source = _source()  # before the run: that is the code the gateways start with
+    try:
+        results = run_all(plan)
+    except WrkMissing as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("bench: interrupted; every process it started was stopped", file=sys.stderr)
+        return 130
+    results["meta"] = {
+        "date": now.strftime("%Y-%m-%d-%H%M"),
+        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        "chunks": CHUNKS,
+        "plan": {
+            "duration": plan.duration,
+            "warmup": plan.warmup,
+            "ttft_duration": args.ttft,
+            "gateway_log_level": plan.gateway_log_level,
+        },
+        "environment": {
+            name: value for name, value in os.environ.items() if name.startswith(("OTEL_", "BIAS_"))
+        },
+        "versions": _versions(),
+        "source": source,
+    }
+    results["targets"] = [target.to_dict() for target in evaluate(results)]
+    paths = write_all(results, args.out)
+    print(markdown(results))
+    print("wrote " + ", ".join(str(path) for path in paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
