@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from gateway.accumulate import ChunkAccumulator
+from gateway.config import Policy
 from gateway.decisions import (
     bias_chunk,
     bias_headers,
@@ -175,7 +176,7 @@ def render_buffered(
     outcome: Outcome,
     body: bytes,
     tap: StreamTap,
-    policy: Any,
+    policy: Policy,
     headers: dict[str, str],
 ) -> Response:
     """The reply to an enforce-mode stream once the whole upstream stream is in hand."""
@@ -197,7 +198,7 @@ async def enforce_passthrough(
     chunks: AsyncIterator[bytes],
     tap: StreamTap,
     judge: Callable[[], Awaitable[Outcome]],
-    policy: Any,
+    policy: Policy,
 ) -> AsyncIterator[bytes]:
     """Forward events live, hold back `[DONE]`, then send the bias chunk or an error frame."""
     try:
