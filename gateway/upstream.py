@@ -40,6 +40,9 @@ _HOP_HEADERS = frozenset(
 )
 
 
+_RENAMED = {"x-request-id": "x-upstream-request-id"}
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """Where one request goes: an OpenAI-compatible `base_url`, or a litellm model."""
@@ -169,11 +172,14 @@ async def _iter_chunks(
 
 
 def _copy_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
-    return {
-        name.lower(): value
-        for name, value in response.headers.items()
-        if name.lower() not in _HOP_HEADERS
-    }
+    headers: dict[str, str] = {}
+    for name, value in response.headers.items():
+        lowered = name.lower()
+        if lowered in _HOP_HEADERS:
+            continue
+        # The gateway sends its own x-request-id; the upstream's stays visible under its own name.
+        headers[_RENAMED.get(lowered, lowered)] = value
+    return headers
 
 
 def _host(url: str) -> str:

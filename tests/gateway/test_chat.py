@@ -437,3 +437,19 @@ def test_store_keeps_content_only_when_capture_is_on(
     assert record["completion"] == BIASED
     assert "Tell me about engineers." in record["prompt"]
     assert BIASED in record["result"]["preprocessPrompt"]
+
+
+def test_upstream_request_id_is_kept_under_its_own_name(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    fake_openai.response_headers = {"x-request-id": "req_upstream_1", "openai-processing-ms": "7"}
+    gateway = make_gateway(**policy(mode="off"))
+    with gateway.http() as http:
+        response = http.post(
+            "/v1/chat/completions",
+            json={"model": "m", "messages": MESSAGES},
+            headers={"x-request-id": "mine-1"},
+        )
+    assert response.headers.get_list("x-request-id") == ["mine-1"]
+    assert response.headers["x-upstream-request-id"] == "req_upstream_1"
+    assert response.headers["openai-processing-ms"] == "7"

@@ -71,6 +71,7 @@ class FakeOpenAI:
         self.reply = "Hello! How can I help?"
         self.replies: list[str] | None = None  # one text per choice, for n > 1
         self.tool_calls_only = False
+        self.response_headers: dict[str, str] = {}
         # Verdicts chosen by a substring of the judged text; falls back to `verdicts`.
         self.verdicts_for: dict[str, list[tuple[str, str]]] = {}
         self.chunks = 5
@@ -128,7 +129,7 @@ class FakeOpenAI:
         content = fault.content if fault and fault.content is not None else self._answer(step, body)
         if body.get("stream"):
             return self._stream(body, content, fault)
-        return JSONResponse(self._completion(body, content))
+        return JSONResponse(self._completion(body, content), headers=self.response_headers)
 
     async def _models(self, request: Request) -> Response:
         return JSONResponse(
