@@ -12,6 +12,7 @@ from gateway.chat import read_body
 from gateway.errors import NotFound, UpstreamError
 from gateway.metrics import CONTENT_TYPE_LATEST
 from gateway.state import Gateway
+from gateway.streaming import SSEResponse
 
 __all__ = ["healthz", "list_models", "metrics_endpoint", "passthrough", "readyz", "score_lookup"]
 
@@ -112,13 +113,20 @@ async def passthrough(request: Request) -> Response:
     url = target.base_url.rstrip("/") + path
     if request.url.query:
         url += "?" + request.url.query
+    # Streamed back as it arrives: these may be SSE (the Responses API) or large files.
     answer = await gateway.upstream.request(
         request.method,
         url,
         body=body or None,
         headers=headers,
         timeout=target.timeout,
-        stream=False,
+        stream=True,
     )
     headers = {**answer.headers, "x-bias-status": "skipped", "x-bias-skip-reason": "unscored_path"}
-    return Response(answer.body, answer.status, headers=headers)
+    if answer.chunks is None:
+        return Response(answer.body, answer.status, headers=headers)
+
+    async def close(disconnected: bool) -> None:
+        await answer.aclose()
+
+    return SSEResponse(answer.chunks, headers=headers, on_close=close, status_code=answer.status)

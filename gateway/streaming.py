@@ -76,6 +76,8 @@ class StreamTap:
 class SSEResponse(Response):
     """A streaming response that notices a client disconnect at once and always cleans up.
 
+    Made for SSE, it streams any body: a `content-type` in `headers` wins.
+
     Starlette's `StreamingResponse` only sees a disconnect at its next send on
     ASGI 2.4 servers; a stalled upstream would then hold its connection open.
     Here a listener runs beside the pump, and `on_close(disconnected)` runs

@@ -58,6 +58,7 @@ class FakeOpenAI:
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
             ]
         )
         self.base_url = ""
@@ -145,6 +146,17 @@ class FakeOpenAI:
         return JSONResponse(
             {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.1]}]}
         )
+
+    async def _responses(self, request: Request) -> Response:
+        """A stand-in for the Responses API's event stream."""
+        self.requests.append(Recorded("responses", await request.json(), dict(request.headers)))
+
+        async def events() -> Any:
+            for index in range(3):
+                yield f'event: response.output_text.delta\ndata: {{"delta": "{index}"}}\n\n'
+                await asyncio.sleep(0.01)
+
+        return StreamingResponse(events(), media_type="text/event-stream")
 
     # -- behaviour --------------------------------------------------------------
 
