@@ -1,4 +1,7 @@
-"""Judge calls per second over httpx's own transport versus httpx-aiohttp, at c=1 and c=32.
+"""Judge calls per second by transport, at c=1 and c=32.
+
+guard's `OpenAIJudge` over httpx's own transport and over httpx-aiohttp, and
+the gateway's `AiohttpJudge` over a plain aiohttp session.
 
     .venv/bin/python -m bench.judge_transport
 
@@ -14,15 +17,18 @@ import time
 
 from httpx_aiohttp import AiohttpTransport
 
+from gateway.judge import AiohttpJudge
+from gateway.upstream import Upstream
 from guard import OpenAIJudge
 from guard.bias.prompts import EXTRACT_SCHEMA, SYSTEM_PROMPT, extract_prompt
+from guard.judge import BaseJudge
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.servers import ServerThread
 
 SECONDS = 3.0
 
 
-async def drive(judge: OpenAIJudge, concurrency: int) -> float:
+async def drive(judge: BaseJudge, concurrency: int, upstream: Upstream | None = None) -> float:
     messages = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": extract_prompt("Engineers from the north are lazy.")},
@@ -40,19 +46,34 @@ async def drive(judge: OpenAIJudge, concurrency: int) -> float:
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
     await judge.aclose()
+    if upstream is not None:
+        await upstream.close()
     return done / elapsed
+
+
+async def gateway_judge(url: str, concurrency: int) -> float:
+    upstream = Upstream()
+    await upstream.start()
+    judge = AiohttpJudge(
+        upstream, base_url=url, model="judge", api_key=None, timeout=60, max_retries=0
+    )
+    return await drive(judge, concurrency, upstream)
 
 
 def main() -> None:
     fake = FakeOpenAI()
     server = ServerThread(fake.app).start()
     try:
+        url = f"{server.url}/v1"
         for concurrency in (1, 32):
-            for name in ("httpx", "httpx-aiohttp"):
-                transport = AiohttpTransport() if name == "httpx-aiohttp" else None
-                judge = OpenAIJudge(base_url=f"{server.url}/v1", model="judge", transport=transport)
-                rate = asyncio.run(drive(judge, concurrency))
-                print(f"{name:14} c={concurrency:<3} {rate:8.0f} judge calls/s")
+            for name in ("httpx", "httpx-aiohttp", "gateway aiohttp"):
+                if name == "gateway aiohttp":
+                    rate = asyncio.run(gateway_judge(url, concurrency))
+                else:
+                    transport = AiohttpTransport() if name == "httpx-aiohttp" else None
+                    judge = OpenAIJudge(base_url=url, model="judge", transport=transport)
+                    rate = asyncio.run(drive(judge, concurrency))
+                print(f"{name:16} c={concurrency:<3} {rate:8.0f} judge calls/s")
     finally:
         server.stop()
 

@@ -32,14 +32,21 @@ from opentelemetry import propagate, trace
 from guard.errors import JudgeOutputError, JudgeTimeout, JudgeUnavailable
 
 __all__ = [
+    "BaseJudge",
+    "FormatRejected",
     "Judge",
     "JudgeReply",
     "LiteLLMJudge",
     "Message",
     "OpenAIJudge",
     "OutputSchema",
+    "RetryableFailure",
     "StructuredMode",
     "Usage",
+    "check_status",
+    "import_litellm",
+    "openai_request",
+    "read_completion",
     "resolve_judge",
 ]
 
@@ -97,19 +104,28 @@ class Judge(Protocol):
     async def aclose(self) -> None: ...
 
 
-class _FormatRejected(Exception):
-    """The endpoint refused the `response_format` we sent."""
+class FormatRejected(Exception):
+    """Raised by `send_once` when the endpoint refuses the `response_format` sent."""
 
 
-class _Retryable(Exception):
+class RetryableFailure(Exception):
+    """Raised by `send_once` for a failure worth retrying: 429, 5xx, a refused connection."""
+
     def __init__(self, message: str, status_code: int | None, retry_after: float | None) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.retry_after = retry_after
 
 
-class _BaseJudge:
-    """Structured-output fallback, retries with backoff, and the client span."""
+class BaseJudge:
+    """Structured-output fallback, retries with backoff, and the client span.
+
+    Subclasses implement `send_once` for their transport: send one
+    chat-completion request and return its `JudgeReply`, raising
+    `FormatRejected`, `RetryableFailure`, `JudgeTimeout` or `JudgeUnavailable`.
+    `openai_request`, `check_status` and `read_completion` do the
+    OpenAI-compatible parts.
+    """
 
     provider = "openai"
 
@@ -153,7 +169,7 @@ class _BaseJudge:
                 mode = self.structured if schema is not None else StructuredMode.PROMPT
                 try:
                     reply = await self._send_with_retries(messages, _response_format(mode, schema))
-                except _FormatRejected as exc:
+                except FormatRejected as exc:
                     if mode is StructuredMode.PROMPT:
                         raise JudgeUnavailable(str(exc), status_code=400) from exc
                     # Remember the downgrade: the endpoint will refuse it next time too.
@@ -168,8 +184,8 @@ class _BaseJudge:
     ) -> JudgeReply:
         for attempt in range(self.max_retries + 1):
             try:
-                return await self._send(messages, response_format)
-            except _Retryable as exc:
+                return await self.send_once(messages, response_format)
+            except RetryableFailure as exc:
                 if attempt == self.max_retries:
                     raise JudgeUnavailable(
                         f"{exc} (gave up after {attempt + 1} attempts)",
@@ -181,7 +197,7 @@ class _BaseJudge:
                 await asyncio.sleep(min(delay, 10.0))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _send(
+    async def send_once(
         self, messages: Sequence[Message], response_format: dict[str, Any] | None
     ) -> JudgeReply:
         raise NotImplementedError
@@ -190,7 +206,7 @@ class _BaseJudge:
         return None
 
 
-class OpenAIJudge(_BaseJudge):
+class OpenAIJudge(BaseJudge):
     """A judge behind any OpenAI-compatible endpoint, called directly over HTTP.
 
     >>> judge = OpenAIJudge(base_url="http://localhost:11434/v1", model="llama3.1")
@@ -239,44 +255,31 @@ class OpenAIJudge(_BaseJudge):
             client, self._client = self._client, None
             await client.aclose()
 
-    async def _send(
+    async def send_once(
         self, messages: Sequence[Message], response_format: dict[str, Any] | None
     ) -> JudgeReply:
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        if response_format is not None:
-            body["response_format"] = response_format
-        headers = {"content-type": "application/json"}
-        if self._api_key:
-            headers["authorization"] = f"Bearer {self._api_key}"
-        propagate.inject(headers)
+        body, headers = openai_request(
+            self.model, messages, response_format, self.temperature, self._api_key
+        )
         url = f"{self.base_url}/chat/completions"
         try:
             response = await self._client_for_running_loop().post(url, json=body, headers=headers)
         except httpx.TimeoutException as exc:
             if _refused(exc):
-                raise _Retryable(f"judge at {url} unreachable: {exc!r}", None, None) from exc
+                raise RetryableFailure(f"judge at {url} unreachable: {exc!r}", None, None) from exc
             raise JudgeTimeout(f"judge call to {url} timed out after {self.timeout}s") from exc
         except httpx.TransportError as exc:
-            raise _Retryable(f"judge at {url} unreachable: {exc!r}", None, None) from exc
-        if response.status_code in _RETRYABLE_STATUS:
-            raise _Retryable(
-                f"judge answered HTTP {response.status_code}",
-                response.status_code,
-                _retry_after(response.headers.get("retry-after")),
-            )
-        if response.status_code in (400, 422) and response_format is not None:
-            raise _FormatRejected(f"judge refused response_format: {response.text[:200]}")
-        if response.status_code >= 400:
-            raise JudgeUnavailable(
-                f"judge answered HTTP {response.status_code}: {response.text[:200]}",
-                status_code=response.status_code,
-            )
-        return _read_completion(response.text)
+            raise RetryableFailure(f"judge at {url} unreachable: {exc!r}", None, None) from exc
+        check_status(
+            response.status_code,
+            response.text,
+            response_format,
+            response.headers.get("retry-after"),
+        )
+        return read_completion(response.text)
 
 
-class LiteLLMJudge(_BaseJudge):
+class LiteLLMJudge(BaseJudge):
     """A judge named by a litellm `provider/model` string (`anthropic/...`, `ollama/...`)."""
 
     def __init__(
@@ -306,7 +309,7 @@ class LiteLLMJudge(_BaseJudge):
     def __repr__(self) -> str:
         return f"LiteLLMJudge(model={self.model!r})"
 
-    async def _send(
+    async def send_once(
         self, messages: Sequence[Message], response_format: dict[str, Any] | None
     ) -> JudgeReply:
         litellm = import_litellm()
@@ -331,14 +334,14 @@ class LiteLLMJudge(_BaseJudge):
             litellm.APIConnectionError,
         ) as exc:
             status = getattr(exc, "status_code", None)
-            raise _Retryable(f"judge {self.model} failed: {exc}", status, None) from exc
+            raise RetryableFailure(f"judge {self.model} failed: {exc}", status, None) from exc
         except litellm.BadRequestError as exc:
             if response_format is not None:
-                raise _FormatRejected(str(exc)) from exc
+                raise FormatRejected(str(exc)) from exc
             raise JudgeUnavailable(f"judge {self.model} refused the call: {exc}") from exc
         except Exception as exc:  # litellm raises many provider-specific types
             raise JudgeUnavailable(f"judge {self.model} failed: {exc}") from exc
-        return _read_completion(response.model_dump_json())
+        return read_completion(response.model_dump_json())
 
 
 def import_litellm() -> Any:
@@ -385,6 +388,38 @@ def resolve_judge(
         timeout=timeout,
         max_retries=max_retries,
     )
+
+
+def openai_request(
+    model: str,
+    messages: Sequence[Message],
+    response_format: dict[str, Any] | None,
+    temperature: float | None,
+    api_key: str | None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The JSON body and headers of one chat-completion call, trace context included."""
+    body: dict[str, Any] = {"model": model, "messages": list(messages)}
+    if temperature is not None:
+        body["temperature"] = temperature
+    if response_format is not None:
+        body["response_format"] = response_format
+    headers = {"content-type": "application/json"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    propagate.inject(headers)
+    return body, headers
+
+
+def check_status(
+    status: int, text: str, response_format: dict[str, Any] | None, retry_after: str | None
+) -> None:
+    """Raise the judge error an HTTP status means; return for a 2xx/3xx."""
+    if status in _RETRYABLE_STATUS:
+        raise RetryableFailure(f"judge answered HTTP {status}", status, _retry_after(retry_after))
+    if status in (400, 422) and response_format is not None:
+        raise FormatRejected(f"judge refused response_format: {text[:200]}")
+    if status >= 400:
+        raise JudgeUnavailable(f"judge answered HTTP {status}: {text[:200]}", status_code=status)
 
 
 def _response_format(mode: StructuredMode, schema: OutputSchema | None) -> dict[str, Any] | None:
@@ -434,7 +469,7 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-def _read_completion(raw: str) -> JudgeReply:
+def read_completion(raw: str) -> JudgeReply:
     """Take the text and token usage out of a chat-completion JSON body."""
     try:
         body = json.loads(raw)

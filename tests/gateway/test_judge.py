@@ -1,0 +1,77 @@
+"""The gateway's aiohttp judge: guard's judge contract over the gateway's pool."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from gateway.judge import AiohttpJudge
+from gateway.upstream import Upstream
+from guard import BiasScorer, JudgeTimeout, JudgeUnavailable
+from guard.bias.prompts import EXTRACT_SCHEMA
+from tests.support.fake_openai import FakeOpenAI, Fault
+
+MESSAGES = [{"role": "user", "content": 'Return {"opinions": []}'}]
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[Upstream]:
+    client = Upstream()
+    await client.start()
+    yield client
+    await client.close()
+
+
+def judge(upstream: Upstream, base_url: str, **options: float) -> AiohttpJudge:
+    settings: dict[str, float] = {"timeout": 5, "max_retries": 0, **options}
+    made = AiohttpJudge(
+        upstream,
+        base_url=base_url,
+        model="judge",
+        api_key="sk-judge",
+        timeout=settings["timeout"],
+        max_retries=int(settings["max_retries"]),
+    )
+    made.backoff = 0.01
+    return made
+
+
+async def test_scores_through_the_fake(fake_openai: FakeOpenAI, upstream: Upstream) -> None:
+    result = await BiasScorer(judge(upstream, fake_openai.base_url)).run(output="text")
+    assert result.score == 1
+    assert fake_openai.steps() == ["preprocess", "analyze", "reason"]
+    assert fake_openai.requests[0].headers["authorization"] == "Bearer sk-judge"
+    assert fake_openai.requests[0].body["response_format"]["type"] == "json_schema"
+
+
+async def test_format_fallback(fake_openai: FakeOpenAI, upstream: Upstream) -> None:
+    fake_openai.refuse_formats = {"json_schema"}
+    reply = await judge(upstream, fake_openai.base_url).complete(MESSAGES, schema=EXTRACT_SCHEMA)
+    assert reply.text.startswith('{"opinions"')
+    assert fake_openai.requests[-1].body["response_format"] == {"type": "json_object"}
+
+
+async def test_retries_server_errors(fake_openai: FakeOpenAI, upstream: Upstream) -> None:
+    fake_openai.fail(Fault(status=503))
+    reply = await judge(upstream, fake_openai.base_url, max_retries=1).complete(MESSAGES)
+    assert reply.text
+    assert len(fake_openai.requests) == 2
+
+
+async def test_refused_connection_is_unavailable(upstream: Upstream) -> None:
+    with pytest.raises(JudgeUnavailable, match="unreachable"):
+        await judge(upstream, "http://127.0.0.1:9/v1").complete(MESSAGES)
+
+
+async def test_timeout(fake_openai: FakeOpenAI, upstream: Upstream) -> None:
+    fake_openai.fail(Fault(delay=1.0))
+    with pytest.raises(JudgeTimeout):
+        await judge(upstream, fake_openai.base_url, timeout=0.2).complete(MESSAGES)
+
+
+async def test_error_status_is_unavailable(fake_openai: FakeOpenAI, upstream: Upstream) -> None:
+    fake_openai.fail(Fault(status=401))
+    with pytest.raises(JudgeUnavailable) as caught:
+        await judge(upstream, fake_openai.base_url).complete(MESSAGES)
+    assert caught.value.status_code == 401
