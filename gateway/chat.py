@@ -132,7 +132,7 @@ def _json_object(body: bytes) -> dict[str, Any] | None:
 
 
 def _response_facts(completion: dict[str, Any] | None, tap: StreamTap | None) -> dict[str, Any]:
-    """The response's id, model, finish reasons, usage and texts, from a body or a stream."""
+    """The response's id, model, finish reasons and usage, from a body or a stream."""
     if completion is not None:
         choices = [c for c in completion.get("choices") or [] if isinstance(c, dict)]
         return {
@@ -142,7 +142,6 @@ def _response_facts(completion: dict[str, Any] | None, tap: StreamTap | None) ->
                 str(c.get("finish_reason")) for c in choices if c.get("finish_reason")
             ],
             "usage": completion.get("usage") if isinstance(completion.get("usage"), dict) else None,
-            "texts": list(completion_texts(completion).values()),
         }
     if tap is not None and tap.parse:
         accumulator = tap.accumulator
@@ -151,7 +150,6 @@ def _response_facts(completion: dict[str, Any] | None, tap: StreamTap | None) ->
             "model": accumulator.model,
             "finish_reasons": list(accumulator.finish_reasons.values()),
             "usage": accumulator.usage,
-            "texts": tap.texts(),
         }
     return {}
 
@@ -257,7 +255,11 @@ class _Call:
                 metrics.token_usage.labels(kind, model, "upstream").observe(usage[key])
         if self.gateway.telemetry.capture_content and span.is_recording():
             span.set_attribute("gen_ai.input.messages", json.dumps(self.chat.body["messages"]))
-            texts = facts.get("texts")
+            # Only here, under content capture: the plain path never collects the texts.
+            if completion is not None:
+                texts = list(completion_texts(completion).values())
+            else:
+                texts = tap.texts() if tap is not None and tap.parse else []
             if texts:
                 span.set_attribute("gen_ai.output.messages", json.dumps(texts))
         _note(self.request, upstream_ms=round(elapsed * 1000, 2))
