@@ -38,5 +38,13 @@ def test_guard_exports() -> None:
 
 def test_gateway_exports() -> None:
     assert gateway.__all__ == sorted(gateway.__all__)
+    assert gateway.__all__ == [
+        "ConfigError",
+        "Settings",
+        "Telemetry",
+        "create_app",
+        "load_settings",
+        "settings_from_env",
+    ]
     for name in gateway.__all__:
         assert getattr(gateway, name) is not None
