@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 from opentelemetry import propagate, trace
+from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -49,7 +50,7 @@ class AccessLog:
         method = scope["method"]
         span = _tracer(scope).start_span(
             f"{method} {route}",
-            context=propagate.extract(_carrier(scope)),
+            context=_client_context(scope),
             kind=SpanKind.SERVER,
             attributes={
                 "http.request.method": method,
@@ -115,12 +116,15 @@ def _tracer(scope: Scope) -> trace.Tracer:
     return tracer
 
 
-def _carrier(scope: Scope) -> dict[str, str]:
-    return {
+def _client_context(scope: Scope) -> Context | None:
+    """The client's trace context, or None (a new trace) when it sent none."""
+    carrier = {
         name.decode("latin-1"): value.decode("latin-1")
         for name, value in scope.get("headers", [])
         if name in (b"traceparent", b"tracestate", b"baggage")
     }
+    # Most clients send no trace headers: skip the propagators' work for them.
+    return propagate.extract(carrier) if carrier else None
 
 
 class _RequestIds:

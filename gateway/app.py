@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 from collections.abc import AsyncIterator
 
@@ -78,6 +79,7 @@ def create_app(
     judge: Judge | None = None,
     upstream: Upstream | None = None,
     telemetry: Telemetry | None = None,
+    freeze_gc: bool = False,
 ) -> Starlette:
     """Build the gateway app. Tests inject a `judge`, an `upstream` or `telemetry` here."""
     metrics = Metrics(
@@ -131,6 +133,8 @@ def create_app(
                 "no gateway API keys configured: the gateway is open to anyone who can reach it"
             )
         app.state.gateway = state
+        if freeze_gc:
+            _freeze_startup_objects()
         state.ready = True
         try:
             yield
@@ -195,4 +199,16 @@ def app_from_environment() -> Starlette:
     configure_logging(level=os.environ.get("BIAS_GATEWAY_LOG_LEVEL", "INFO"))
     path = os.environ.get(CONFIG_ENV)
     settings = load_settings(path) if path else settings_from_env()
-    return create_app(settings)
+    return create_app(settings, freeze_gc=True)
+
+
+def _freeze_startup_objects() -> None:
+    """Move everything alive after startup out of the collector's reach.
+
+    The modules, settings and pools (~70k objects) never die, yet each full
+    collection walked them all: tens of milliseconds with the loop stopped,
+    which showed as the p99 under load. `gc.freeze()` is the standard library's
+    tool for this (https://docs.python.org/3/library/gc.html#gc.freeze).
+    """
+    gc.collect()
+    gc.freeze()

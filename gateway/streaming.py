@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from gateway.accumulate import ChunkAccumulator
+from gateway.codec import loads
 from gateway.config import Policy
 from gateway.decisions import (
     bias_chunk,
@@ -65,7 +66,7 @@ class StreamTap:
             self.done = True
             return
         with contextlib.suppress(ValueError):
-            chunk = json.loads(data)
+            chunk = loads(data)
             if isinstance(chunk, dict):
                 self.accumulator.add(chunk)
 

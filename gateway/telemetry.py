@@ -106,6 +106,9 @@ class Telemetry:
     # -- GenAI spans -----------------------------------------------------------------
 
     def start_chat(self, model: str, *, provider: str, base_url: str, stream: bool) -> Span:
+        if not self.exporting:
+            # The sampler drops every span here, so its attributes would be built for nothing.
+            return self.tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
@@ -132,6 +135,9 @@ class Telemetry:
         error_type: str | None = None,
         ttft_s: float | None = None,
     ) -> None:
+        if not span.is_recording():
+            span.end()
+            return
         if response_model:
             span.set_attribute("gen_ai.response.model", response_model)
         if response_id:

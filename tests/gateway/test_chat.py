@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import openai
@@ -226,6 +227,40 @@ def test_model_alias_is_rewritten(fake_openai: FakeOpenAI, make_gateway: MakeGat
     body = fake_openai.requests[0].body
     assert body["model"] == "upstream-small"
     assert body["temperature"] == 0.3
+
+
+def test_alias_rewrite_keeps_integers_wider_than_64_bits_exact(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    gateway = make_gateway(models={"fast": {"model": "upstream-small"}}, **policy(mode="off"))
+    raw_body = b'{"model": "fast", "messages": [{"role": "user"}], "seed": 18446744073709551617}'
+    with gateway.http() as http:
+        response = http.post(
+            "/v1/chat/completions", content=raw_body, headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 200
+    body = fake_openai.requests[0].body
+    assert body["model"] == "upstream-small"
+    assert body["seed"] == 2**64 + 1
+
+
+def test_a_body_sent_in_pieces_arrives_whole(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    gateway = make_gateway(**policy(mode="off"))
+    raw_body = b'{"model": "m", "messages": [{"role": "user", "content": "in pieces"}]}'
+
+    def pieces() -> Iterator[bytes]:
+        for start in range(0, len(raw_body), 7):
+            yield raw_body[start : start + 7]
+            time.sleep(0.005)  # separate packets, so the server receives several messages
+
+    with gateway.http() as http:
+        response = http.post(
+            "/v1/chat/completions", content=pieces(), headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 200
+    assert fake_openai.requests[0].body["messages"][0]["content"] == "in pieces"
 
 
 def test_unknown_fields_pass_through_unchanged(

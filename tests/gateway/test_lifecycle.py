@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import signal
 import sqlite3
@@ -14,9 +15,11 @@ from typing import Any
 import httpx
 import yaml
 
+from gateway.app import create_app
 from gateway.store import ScoreRecord, ScoreStore
-from tests.gateway.conftest import RunningGateway
+from tests.gateway.conftest import RunningGateway, settings_for
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
+from tests.support.servers import ServerThread
 from tests.support.subprocess_gateway import gateway_command, start_gateway
 
 MakeGateway = Callable[..., RunningGateway]
@@ -181,3 +184,17 @@ def test_starts_without_an_upstream_key_and_relays_upstream_errors(
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=30)
+
+
+def test_served_app_freezes_its_startup_objects(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    # `serve` builds the app with freeze_gc=True; tests build theirs without it.
+    assert gc.get_freeze_count() == 0
+    app = create_app(settings_for(fake_openai, tmp_path), freeze_gc=True)
+    server = ServerThread(app, lifespan="on").start()
+    try:
+        frozen = gc.get_freeze_count()
+    finally:
+        server.stop()
+        gc.unfreeze()
+    # Every module, setting and pool alive at startup: tens of thousands of objects.
+    assert frozen > 10_000
