@@ -113,6 +113,7 @@ def create_app(
             workers=settings.queue.workers,
             capture_content=settings.store.capture_content,
             cache=ScoreCache(settings.judge.cache_size) if settings.judge.cache_size else None,
+            full_wait=settings.queue.full_wait,
         )
         scoring.start()
         state = Gateway(

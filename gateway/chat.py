@@ -197,9 +197,13 @@ async def chat_completions(request: Request) -> Response:
         prompt=chat.prompt_text() if settings.store.capture_content else None,
     )
     call = _Call(gateway, request, chat, target, policy, mode, sampled, job)
-    if chat.stream:
-        return await call.stream()
-    return await call.complete()
+    try:
+        if chat.stream:
+            return await call.stream()
+        return await call.complete()
+    except BaseException:
+        gateway.scoring.release(job)  # a failed request gives back its place in the queue
+        raise
 
 
 @dataclass(slots=True)
@@ -294,6 +298,16 @@ class _Call:
         )
         return bias_headers(outcome)
 
+    async def _admit(self) -> dict[str, str] | None:
+        """Monitor mode: a place in the scoring queue; headers of the skip when none came."""
+        if self.mode != "monitor" or not self.sampled:
+            return None
+        scoring = self.gateway.scoring
+        if await scoring.admit(self.job):
+            return None
+        self.sampled = False
+        return self._finish(scoring.overloaded(self.job))
+
     def _skip_headers(self, upstream_status: int) -> dict[str, str] | None:
         """Headers for a response that will not be scored, or None when it will be."""
         if self.mode == "off":
@@ -306,13 +320,15 @@ class _Call:
             reason = "upstream_error"
         if reason is None:
             return None
+        self.gateway.scoring.release(self.job)
         self.gateway.metrics.skipped.labels(reason).inc()
         _note(self.request, bias_status="skipped")
         return _skipped(reason)
 
     async def complete(self) -> Response:
+        overloaded = await self._admit()
         upstream = await self._send(stream=False)
-        skip = self._skip_headers(upstream.status)
+        skip = overloaded if overloaded is not None else self._skip_headers(upstream.status)
         if skip is not None:
             if upstream.status < 400:
                 self._end_chat(completion=_json_object(upstream.body))
@@ -340,9 +356,11 @@ class _Call:
         return Response(upstream.body, upstream.status, headers=headers)
 
     async def stream(self) -> Response:
+        overloaded = await self._admit()
         upstream = await self._send(stream=True)
-        skip = self._skip_headers(upstream.status)
+        skip = overloaded if overloaded is not None else self._skip_headers(upstream.status)
         if upstream.status >= 400 or upstream.chunks is None:
+            self.gateway.scoring.release(self.job)
             body = await upstream.read_all()
             headers = {**upstream.headers, **(skip or {})}
             return Response(body, upstream.status, headers=headers)

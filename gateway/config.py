@@ -193,6 +193,9 @@ class QueueSettings(_Model):
     size: Annotated[int, Field(ge=1)] = 1000
     workers: Annotated[int, Field(ge=1)] = 4
     drain_deadline: Annotated[float, Field(ge=0)] = 10.0
+    # Seconds a monitored request waits for a place in a full queue before its
+    # response is skipped as overloaded; 0 skips at once. See gateway.scoring.
+    full_wait: Annotated[float, Field(ge=0)] = 0.0
 
 
 class ServerSettings(_Model):

@@ -5,6 +5,11 @@ Every scored request ends in exactly one final status in the store: `scored`,
 is accepted, so a client polling its run id sees it, and a crash leaves a
 `pending` row that the next start marks `dropped`.
 
+A full queue skips the response (`overloaded`) unless `queue.full_wait` is set.
+Then a monitored request reserves room before it goes upstream, waiting up to
+`full_wait` seconds for it: under overload responses slow down to the judge's
+pace instead of going unscored, and the queue, hence the drain, stays bounded.
+
 Each scoring is traced as an `evaluation bias` span and reported as a
 `gen_ai.evaluation.result` event in the chat span's context. In monitor mode
 the response has ended by then, so the span is parented to the chat span's
@@ -56,6 +61,7 @@ class ScoreRequest:
     prompt: str | None = None  # set only when content capture is on
     chat_span: SpanContext | None = None
     created_at: float = field(default_factory=time.time)
+    holds_room: bool = False  # a place in the queue is reserved for it (`Scoring.admit`)
 
     def chat_context(self) -> Context | None:
         if self.chat_span is None:
@@ -90,6 +96,7 @@ class Scoring:
         workers: int,
         capture_content: bool,
         cache: ScoreCache | None = None,
+        full_wait: float = 0.0,
     ) -> None:
         self.scorer = scorer
         self.store = store
@@ -98,6 +105,9 @@ class Scoring:
         self.capture_content = capture_content
         self.cache = cache
         self._queue: asyncio.Queue[tuple[ScoreRequest, list[str]]] = asyncio.Queue(queue_size)
+        # Reserved places; a job returns its place when a worker takes it off the queue.
+        self._room = asyncio.Semaphore(queue_size)
+        self.full_wait = full_wait
         self._worker_count = workers
         self._workers: list[asyncio.Task[None]] = []
         self._overload_log = _Throttle(seconds=1.0)
@@ -209,26 +219,57 @@ class Scoring:
             }
         )
 
+    async def admit(self, request: ScoreRequest) -> bool:
+        """Reserve a place in the queue for a monitor job, before its request goes upstream.
+
+        Without `full_wait` nothing is reserved (True at once: `submit` finds out).
+        With it, wait up to `full_wait` seconds for a place; False when none came,
+        and the caller records the response as `overloaded` with `overloaded()`.
+        """
+        if self.full_wait <= 0:
+            return True
+        if self._room.locked():
+            try:
+                await asyncio.wait_for(self._room.acquire(), self.full_wait)
+            except TimeoutError:
+                return False
+        else:
+            await self._room.acquire()  # a free place: returns without yielding
+        request.holds_room = True
+        return True
+
+    def release(self, request: ScoreRequest) -> None:
+        """Give back the place `admit` reserved, if any (idempotent)."""
+        if request.holds_room:
+            request.holds_room = False
+            self._room.release()
+
+    def overloaded(self, request: ScoreRequest) -> Outcome:
+        """Record a response that found the queue full: `skipped` (overloaded)."""
+        self.skipped_overloaded += 1
+        suppressed = self._overload_log.ready()
+        if suppressed is not None:
+            log.warning(
+                "scoring queue full; responses not scored",
+                run_id=request.run_id,
+                also_skipped_since_last_warning=suppressed,
+            )
+        return self.skip(request, "overloaded")
+
     def submit(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Queue a monitor-mode job; a full queue records `skipped` (overloaded)."""
         try:
+            # Never full for a job that holds a place: places and queue have the same size.
             self._queue.put_nowait((request, texts))
         except asyncio.QueueFull:
-            self.skipped_overloaded += 1
-            suppressed = self._overload_log.ready()
-            if suppressed is not None:
-                log.warning(
-                    "scoring queue full; responses not scored",
-                    run_id=request.run_id,
-                    also_skipped_since_last_warning=suppressed,
-                )
-            return self.skip(request, "overloaded")
+            return self.overloaded(request)
         self.metrics.queue_depth.set(self._queue.qsize())
         outcome = Outcome(request.run_id, "pending")
         self._store(request, outcome, texts)
         return outcome
 
     def skip(self, request: ScoreRequest, reason: str) -> Outcome:
+        self.release(request)
         outcome = Outcome(request.run_id, "skipped", status_reason=reason)
         self.metrics.skipped.labels(reason).inc()
         self._store(request, outcome, [])
@@ -245,6 +286,7 @@ class Scoring:
     async def _work(self) -> None:
         while True:
             request, texts = await self._queue.get()
+            self.release(request)
             self.metrics.queue_depth.set(self._queue.qsize())
             try:
                 await self.score(request, texts)
@@ -274,6 +316,7 @@ class Scoring:
             log.warning("scoring jobs dropped at shutdown", dropped=self.dropped)
 
     def _drop(self, request: ScoreRequest, reason: str) -> None:
+        self.release(request)
         self.dropped += 1
         self.metrics.dropped.labels(reason).inc()
         self._store(request, Outcome(request.run_id, "dropped", status_reason=reason), [])

@@ -18,7 +18,7 @@ import yaml
 from gateway.app import create_app
 from gateway.store import ScoreRecord, ScoreStore
 from tests.gateway.conftest import RunningGateway, settings_for
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
+from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
 from tests.support.servers import ServerThread
 from tests.support.subprocess_gateway import gateway_command, start_gateway
 
@@ -63,6 +63,77 @@ def test_full_queue_records_skipped_overloaded(
         assert record["status"] in {"scored", "skipped"}
     record = gateway.wait_for_score(skipped[0].headers["x-bias-run-id"])
     assert record["status_reason"] == "overloaded"
+
+
+async def test_full_wait_slows_responses_down_instead_of_skipping_them(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    fake_openai.judge_delay = 0.05  # about 0.15 s per scored response
+    gateway = make_gateway(
+        queue={"size": 1, "workers": 1, "full_wait": 10}, judge={"cache_size": 0}
+    )
+    client = gateway.async_client()
+    messages: Any = REQUEST["messages"]
+
+    async def ask(index: int) -> tuple[str, str]:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="m", messages=messages, stream=index % 2 == 1
+        )
+        if index % 2 == 1:
+            async for _ in raw.parse():  # a stream: read it whole
+                pass
+        return raw.headers["x-bias-status"], raw.headers["x-bias-run-id"]
+
+    answers = await asyncio.gather(*(ask(index) for index in range(6)))
+    await client.close()
+
+    assert [status for status, _ in answers] == ["pending"] * 6
+    assert gateway.state.scoring.skipped_overloaded == 0
+    for _, run_id in answers:
+        record = await asyncio.to_thread(gateway.wait_for_score, run_id)
+        assert record["status"] == "scored"
+    assert gateway.state.scoring.queue_depth == 0
+
+
+def test_full_wait_gives_up_and_skips_then_frees_every_place(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    fake_openai.judge_delay = 0.2
+    gateway = make_gateway(
+        queue={"size": 1, "workers": 1, "full_wait": 0.05}, judge={"cache_size": 0}
+    )
+    with gateway.http() as http:
+        responses = [http.post("/v1/chat/completions", json=REQUEST) for _ in range(4)]
+        skipped = [r for r in responses if r.headers["x-bias-status"] == "skipped"]
+        assert len(skipped) >= 2
+        assert {r.headers["x-bias-skip-reason"] for r in skipped} == {"overloaded"}
+        assert gateway.wait_for_score(skipped[0].headers["x-bias-run-id"])["status_reason"] == (
+            "overloaded"
+        )
+        # An upstream failure and an unreachable upstream give their places back too.
+        fake_openai.fail(Fault(step="chat", status=500))
+        assert http.post("/v1/chat/completions", json=REQUEST).status_code == 500
+        for response in responses:
+            gateway.wait_for_score(response.headers["x-bias-run-id"])
+        fake_openai.judge_delay = 0.0
+        later = http.post("/v1/chat/completions", json=REQUEST)
+    assert later.headers["x-bias-status"] == "pending"
+    assert gateway.wait_for_score(later.headers["x-bias-run-id"])["status"] == "scored"
+
+
+def test_an_unreachable_upstream_gives_back_its_place(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    gateway = make_gateway(
+        queue={"size": 1, "workers": 1, "full_wait": 0.05},
+        models={"gone": {"base_url": "http://127.0.0.1:9/v1"}},
+    )
+    with gateway.http() as http:
+        for _ in range(3):
+            assert http.post("/v1/chat/completions", json={**REQUEST, "model": "gone"}).status_code
+        response = http.post("/v1/chat/completions", json=REQUEST)
+    assert response.headers["x-bias-status"] == "pending"
+    assert gateway.wait_for_score(response.headers["x-bias-run-id"])["status"] == "scored"
 
 
 def test_sigterm_drains_then_records_the_rest_as_dropped(
