@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp, Processes() as procs:
         work_dir = Path(tmp)
         fake = start_fake(procs, work_dir, chunks=CHUNKS)
-        ctx = Context(procs, work_dir, fake)
+        judge = start_fake(procs, work_dir, chunks=CHUNKS, name="judge")
+        ctx = Context(procs, work_dir, fake, judge=judge)
         gateway = start_gateway(ctx, args.mode)
         url = gateway.server.url + "/v1/chat/completions"
         body = chat_body(args.stream)

@@ -34,6 +34,7 @@ def _cell_row(cell: dict[str, Any], configs: dict[str, Any]) -> str:
     cpu = [
         _fmt(cell["server_cpu"], 0),
         _fmt(cell["fake_cpu"], 0),
+        _fmt(cell.get("judge_cpu"), 0),
         _fmt(load["cpu_percent"], 0),
         _fmt(cell.get("other_cpu"), 0),
     ]
@@ -73,7 +74,7 @@ def markdown(results: dict[str, Any]) -> str:
         + ".",
         "",
         "| config | workload | c | req/s | p50 ms | p90 ms | p99 ms | TTFT p50 ms | peak RSS MB"
-        " | CPU % server / fake / wrk / other | errors | scoring |",
+        " | CPU % server / fake / judge / wrk / other | errors | scoring |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [_cell_row(cell, results["configs"]) for cell in results["cells"]]

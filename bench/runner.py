@@ -69,7 +69,8 @@ def run_all(plan: Plan) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp, Processes() as procs:
         work_dir = Path(tmp)
         fake = start_fake(procs, work_dir, chunks=CHUNKS)
-        ctx = Context(procs, work_dir, fake, plan.gateway_log_level)
+        judge = start_fake(procs, work_dir, chunks=CHUNKS, name="judge")
+        ctx = Context(procs, work_dir, fake, plan.gateway_log_level, judge=judge)
         for config in CONFIGS:
             if plan.only is not None and config.name not in plan.only:
                 continue
@@ -144,6 +145,9 @@ def _run_cell(ctx: Context, deployed: Deployed, workload: Workload, plan: Plan) 
     separate_fake = deployed.server is not ctx.fake
     deployed.server.mark_cpu()
     ctx.fake.mark_cpu()
+    judged = deployed.mode in ("monitor", "enforce") and ctx.judge is not None
+    if judged and ctx.judge is not None:
+        ctx.judge.mark_cpu()
     busy = machine_busy_seconds()
     began = time.perf_counter()
     load = run_wrk(
@@ -158,6 +162,7 @@ def _run_cell(ctx: Context, deployed: Deployed, workload: Workload, plan: Plan) 
     busy_percent = 100 * (machine_busy_seconds() - busy) / wall
     server_cpu = deployed.server.cpu_since_mark(wall)
     fake_cpu = ctx.fake.cpu_since_mark(wall) if separate_fake else None
+    judge_cpu = ctx.judge.cpu_since_mark(wall) if judged and ctx.judge is not None else None
     cell: dict[str, Any] = {
         "config": deployed.name,
         "workload": "stream" if workload.stream else "non-stream",
@@ -166,9 +171,14 @@ def _run_cell(ctx: Context, deployed: Deployed, workload: Workload, plan: Plan) 
         "client_requests": warm.requests + load.requests,
         "server_cpu": server_cpu,
         "fake_cpu": fake_cpu,
+        "judge_cpu": judge_cpu,
         # Busy CPU not ours (other sessions, the OS): a high value marks a noisy cell.
         "other_cpu": max(
-            0.0, round(busy_percent - server_cpu - (fake_cpu or 0) - load.cpu_percent, 1)
+            0.0,
+            round(
+                busy_percent - server_cpu - (fake_cpu or 0) - (judge_cpu or 0) - load.cpu_percent,
+                1,
+            ),
         ),
         "peak_rss_mb": deployed.server.peak_rss_mb(),
         "drain_s": None,
