@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per cell (8)")
     parser.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds per cell (2)")
     parser.add_argument("--ttft", type=float, default=3.0, help="seconds of TTFT probe (3)")
+    parser.add_argument(
+        "--paced-rate", type=float, default=200.0, help="requests/s of the paced c=1 probe (200)"
+    )
     parser.add_argument("--only", action="append", help="run only this config (repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     parser.add_argument(
@@ -73,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         duration=args.duration,
         warmup=args.warmup,
         ttft_duration=args.ttft,
+        paced_rate=args.paced_rate,
         only=frozenset(args.only) if args.only else None,
         gateway_log_level=args.gateway_log_level,
     )
@@ -94,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             "duration": plan.duration,
             "warmup": plan.warmup,
             "ttft_duration": args.ttft,
+            "paced_rate": plan.paced_rate,
+            "paced_duration": plan.paced_duration,
             "gateway_log_level": plan.gateway_log_level,
         },
         "environment": {

@@ -18,7 +18,15 @@ from typing import Any, TypeVar
 import aiohttp
 import uvloop
 
-__all__ = ["StreamStats", "fetch_stream", "fire", "probe_streams", "run"]
+__all__ = [
+    "PacedStats",
+    "StreamStats",
+    "fetch_stream",
+    "fire",
+    "probe_paced",
+    "probe_streams",
+    "run",
+]
 
 T = TypeVar("T")
 
@@ -103,6 +111,70 @@ async def probe_streams(
         total_p50_ms=round(_percentile(totals, 0.5), 3),
         errors=errors,
         cpu_percent=round(100 * (_cpu() - started_cpu) / wall, 1),
+    )
+
+
+@dataclass
+class PacedStats:
+    """Requests sent one at a time at a fixed rate: latency (and TTFT for streams), ms."""
+
+    rate: float
+    requests: int
+    p50_ms: float
+    p99_ms: float
+    ttft_p50_ms: float | None
+    errors: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def probe_paced(
+    url: str, body: dict[str, Any], *, rate: float, duration: float, api_key: str
+) -> PacedStats:
+    """One connection, one request every 1/`rate` s: latency when the server is not saturated.
+
+    wrk's closed loop at c=1 keeps a gateway busy all the time; in monitor mode
+    its scoring then competes with every request. At a rate the scorer keeps
+    up with, this shows what monitoring costs a request. A late request is sent
+    at once and the schedule is not caught up, so the rate is a ceiling.
+    """
+    interval = 1 / rate
+    totals: list[float] = []
+    ttfts: list[float] = []
+    errors = 0
+    stream = bool(body.get("stream"))
+    async with _session(1, api_key) as session:
+        stop_at = time.perf_counter() + duration
+        next_at = time.perf_counter()
+        while next_at < stop_at:
+            delay = next_at - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            sent = time.perf_counter()
+            next_at = max(next_at + interval, sent)
+            first = None
+            try:
+                async with session.post(url, json=body) as response:
+                    async for _ in response.content.iter_any():
+                        if first is None:
+                            first = time.perf_counter()
+                    ok = response.status == 200
+            except (aiohttp.ClientError, TimeoutError):
+                ok = False
+            if not ok:
+                errors += 1
+                continue
+            totals.append((time.perf_counter() - sent) * 1000)
+            if stream and first is not None:
+                ttfts.append((first - sent) * 1000)
+    return PacedStats(
+        rate=rate,
+        requests=len(totals),
+        p50_ms=round(_percentile(totals, 0.5), 3),
+        p99_ms=round(_percentile(totals, 0.99), 3),
+        ttft_p50_ms=round(_percentile(ttfts, 0.5), 3) if stream else None,
+        errors=errors,
     )
 
 

@@ -105,6 +105,24 @@ def markdown(results: dict[str, Any]) -> str:
             f" {cache['load']['rps']:.0f} req/s, {cache['hits']} of {cache['scored']} scored"
             f" responses were cache hits, queue drained {_fmt(cache['drain_s'], 2)} s after.",
         ]
+    paced = results.get("paced")
+    if paced:
+        rate = results["meta"]["plan"].get("paced_rate")
+        lines += [
+            "",
+            f"Paced, c=1 at {_fmt(rate, 0)} requests/s (one connection, `bench/client.py`), ms:",
+            "",
+            "| config | p50 | p99 | stream p50 | stream TTFT p50 | requests | errors |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, probe in paced.items():
+            plain, stream = probe["non-stream"], probe["stream"]
+            lines.append(
+                f"| {name} | {_fmt(plain['p50_ms'], 3)} | {_fmt(plain['p99_ms'], 3)}"
+                f" | {_fmt(stream['p50_ms'], 3)} | {_fmt(stream['ttft_p50_ms'], 3)}"
+                f" | {plain['requests'] + stream['requests']}"
+                f" | {plain['errors'] + stream['errors']} |"
+            )
     lines += ["", "## Targets", "", "| target | wanted | measured | |", "|---|---|---|---|"]
     for target in results["targets"]:
         lines.append(

@@ -23,6 +23,8 @@ __all__ = ["CHUNKS", "Plan", "Workload", "chat_body", "run_all"]
 
 CHUNKS = 50
 DRAIN_TIMEOUT = 90.0  # a monitor backlog not stored by then is reported, not waited for
+# The configurations also probed at a fixed rate (`Plan.paced_rate`), for the monitor target.
+PACED_CONFIGS = ("direct", "gateway off", "gateway monitor")
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class Plan:
     duration: float = 8.0
     warmup: float = 2.0
     ttft_duration: float = 3.0
+    paced_rate: float = 200.0  # requests/s of the paced probe, well within monitor's scoring
+    paced_duration: float = 4.0
     memory_counts: tuple[int, int] = (2_000, 20_000)
     only: frozenset[str] | None = None
     gateway_log_level: str = "info"
@@ -108,6 +112,13 @@ def _measure_config(
             f"  p50 {load['p50_ms']:7.2f} ms  p99 {load['p99_ms']:7.2f} ms"
             f"  cpu server {cell['server_cpu']:5.1f}% fake {cell['fake_cpu']}"
             f" other {cell['other_cpu']}"
+        )
+    if deployed.name in PACED_CONFIGS:
+        paced = _paced(ctx, deployed, plan)
+        results.setdefault("paced", {})[deployed.name] = paced
+        _log(
+            f"  paced {plan.paced_rate:g}/s: p50 {paced['non-stream']['p50_ms']} ms,"
+            f" stream TTFT p50 {paced['stream']['ttft_p50_ms']} ms"
         )
     if deployed.mode == "monitor":
         results["cache"] = _cache_cell(ctx, deployed, plan)
@@ -203,6 +214,27 @@ def _run_cell(ctx: Context, deployed: Deployed, workload: Workload, plan: Plan) 
         if deployed.store is not None:
             wait_drained(deployed.store, probe_since, timeout=DRAIN_TIMEOUT)
     return cell
+
+
+def _paced(ctx: Context, deployed: Deployed, plan: Plan) -> dict[str, Any]:
+    """c=1 at a fixed rate, non-streaming and streaming: latency off saturation."""
+    url = deployed.server.url + "/v1/chat/completions"
+    paced: dict[str, Any] = {}
+    for stream in (False, True):
+        since = time.time()
+        stats = client.run(
+            lambda stream=stream: client.probe_paced(  # type: ignore[misc]  # bound per loop
+                url,
+                chat_body(stream),
+                rate=plan.paced_rate,
+                duration=plan.paced_duration,
+                api_key=deployed.api_key,
+            )
+        )
+        paced["stream" if stream else "non-stream"] = stats.to_dict()
+        if deployed.store is not None:
+            wait_drained(deployed.store, since, timeout=DRAIN_TIMEOUT)
+    return paced
 
 
 def _cache_cell(ctx: Context, deployed: Deployed, plan: Plan) -> dict[str, Any]:

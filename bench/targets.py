@@ -187,6 +187,26 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
         shown = ", ".join(f"{rows} x {calls}" for calls, rows in sorted(judged.items()))
         return f"responses x calls: {shown or 'none judged'}", set(judged) <= {"3"}
 
+    paced = results.get("paced") or {}
+
+    def paced_value(config: str, workload: str, key: str) -> float | None:
+        value = (paced.get(config) or {}).get(workload, {}).get(key)
+        return float(value) if value is not None else None
+
+    def paced_monitor_p50() -> tuple[str, bool] | None:
+        ours = paced_value("gateway monitor", "non-stream", "p50_ms")
+        base = paced_value(off, "non-stream", "p50_ms")
+        if ours is None or base is None:
+            return None
+        return f"{ours:.3f} / {base:.3f} ms = {ours / base - 1:+.1%}", ours <= 1.10 * base
+
+    def paced_ttft() -> tuple[str, bool] | None:
+        ours = paced_value("gateway monitor", "stream", "ttft_p50_ms")
+        direct = paced_value("direct", "stream", "ttft_p50_ms")
+        if ours is None or direct is None:
+            return None
+        return f"{ours:.3f} - {direct:.3f} = {ours - direct:.3f} ms", ours - direct <= 1.0
+
     def cache() -> tuple[str, bool] | None:
         cache = results.get("cache")
         if not cache or not cache["scored"]:
@@ -201,9 +221,11 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
         _judge("off c=32 p99 vs aiohttp floor", "<= 2x", vs_floor_p99),
         _judge("off c=1 p50 overhead over direct", "<= 1.0 ms", off_overhead),
         _judge("monitor c=1 p50 vs off", "within +10%", monitor_p50),
+        _judge("monitor c=1 p50 vs off, paced", "within +10%", paced_monitor_p50),
         _judge("monitor: every response's score stored", "all scored", all_stored),
         _judge("monitor: queue drained after load stops", "<= 1 s", drained),
         _judge("monitor stream c=1 TTFT overhead over direct", "<= 1 ms p50", ttft_overhead),
+        _judge("monitor stream TTFT overhead over direct, paced", "<= 1 ms p50", paced_ttft),
         _judge("monitor stream frames vs upstream", "byte-identical", identical),
         _judge("enforce c=1 orchestration time", "<= 2 ms p50", orchestration),
         _judge("RSS after 20k vs 2k requests (off)", "within +10%", memory_growth),
