@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -331,3 +333,22 @@ def test_without_an_exporter_spans_are_not_recorded_but_carry_ids() -> None:
     assert not span.is_recording()
     assert span.get_span_context().is_valid
     assert telemetry.exporting is False
+
+
+@pytest.mark.parametrize(("exporter", "installed"), [("none", False), ("console", True)])
+def test_the_global_provider_is_installed_only_when_spans_are_exported(
+    exporter: str, installed: bool
+) -> None:
+    # A fresh interpreter: this test session already has a global provider.
+    code = (
+        "from opentelemetry import trace\n"
+        "from gateway.config import TelemetrySettings\n"
+        "from gateway.telemetry import Telemetry\n"
+        f"telemetry = Telemetry.from_settings(TelemetrySettings(exporter={exporter!r}), env={{}})\n"
+        "telemetry.install_global()\n"
+        "print(trace.get_tracer_provider() is telemetry.tracer_provider)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == str(installed)
