@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 
 import pytest
@@ -38,6 +39,24 @@ async def test_identical_texts_are_judged_once() -> None:
     assert cached is True
     assert again.score == 1
     assert (cache.hits, cache.misses) == (5, 1)
+
+
+async def test_a_hit_returns_the_whole_result_as_it_was_judged() -> None:
+    cache = ScoreCache(maxsize=10)
+    judged = await scorer(include_reason=True).run(output="a text", run_id="r1")
+    await cache.get_or_run("k", lambda: asyncio.sleep(0, judged))
+    hit, cached = await cache.get_or_run("k", lambda: asyncio.sleep(0, judged))
+    assert cached is True
+    assert hit == judged
+    assert hit is not judged  # a fresh copy: a caller's changes never reach the cache
+
+
+def test_entries_are_kept_out_of_the_garbage_collectors_sight() -> None:
+    # Bytes, not models: a full collection would otherwise walk every cached result.
+    cache = ScoreCache(maxsize=10)
+    judged = asyncio.run(scorer().run(output="a text"))
+    asyncio.run(cache.get_or_run("k", lambda: asyncio.sleep(0, judged)))
+    assert all(not gc.is_tracked(entry) for entry in cache._results.values())
 
 
 async def test_lru_evicts_the_oldest() -> None:
