@@ -52,7 +52,7 @@ async def test_a_hit_returns_the_whole_result_as_it_was_judged() -> None:
 
 
 def test_entries_are_kept_out_of_the_garbage_collectors_sight() -> None:
-    # Bytes, not models: a full collection would otherwise walk every cached result.
+    # Text, not models: a full collection would otherwise walk every cached result.
     cache = ScoreCache(maxsize=10)
     judged = asyncio.run(scorer().run(output="a text"))
     asyncio.run(cache.get_or_run("k", lambda: asyncio.sleep(0, judged)))
