@@ -36,7 +36,7 @@ from gateway.policy import Sampler
 from gateway.routing import Router
 from gateway.scoring import Scoring
 from gateway.state import Gateway
-from gateway.store import ScoreStore
+from gateway.store import CacheEntry, ScoreStore
 from gateway.telemetry import Telemetry
 from gateway.upstream import Upstream
 from guard import BiasScorer, Judge, LiteLLMJudge
@@ -112,7 +112,7 @@ def create_app(
             queue_size=settings.queue.size,
             workers=settings.queue.workers,
             capture_content=settings.store.capture_content,
-            cache=ScoreCache(settings.judge.cache_size) if settings.judge.cache_size else None,
+            cache=_score_cache(settings, store),
             full_wait=settings.queue.full_wait,
         )
         scoring.start()
@@ -171,6 +171,21 @@ def create_app(
         },
         lifespan=lifespan,
     )
+
+
+def _score_cache(settings: Settings, store: ScoreStore) -> ScoreCache | None:
+    """The content-hash cache; with `cache_persist`, loaded from and saved to the store."""
+    size = settings.judge.cache_size
+    if not size:
+        return None
+    if not settings.judge.cache_persist:
+        return ScoreCache(size)
+    store.keep_cache(size)
+    cache = ScoreCache(size, on_add=lambda key, entry: store.put_cache(CacheEntry(key, entry)))
+    cache.preload((entry.key, entry.result) for entry in store.load_cache(size))
+    if len(cache):
+        log.info("score cache loaded from the store", entries=len(cache))
+    return cache
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:

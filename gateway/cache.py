@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from guard import BiasResult, BiasScorer
 
@@ -34,10 +34,12 @@ def cache_key(scorer: BiasScorer, text: str) -> str:
 class ScoreCache:
     """An in-memory LRU of `BiasResult`s by content hash."""
 
-    def __init__(self, maxsize: int) -> None:
+    def __init__(self, maxsize: int, *, on_add: Callable[[str, str], None] | None = None) -> None:
+        """`on_add(key, entry)` sees each new entry (JSON text), e.g. to persist it."""
         if maxsize < 1:
             raise ValueError("maxsize must be >= 1")
         self.maxsize = maxsize
+        self.on_add = on_add
         self._results: OrderedDict[str, str] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[BiasResult]] = {}
         self.hits = 0
@@ -45,6 +47,17 @@ class ScoreCache:
 
     def __len__(self) -> int:
         return len(self._results)
+
+    def preload(self, entries: Iterable[tuple[str, str]]) -> None:
+        """Fill the cache with `(key, entry)` pairs, oldest first (as `on_add` saw them)."""
+        for key, entry in entries:
+            self._put(key, entry)
+
+    def _put(self, key: str, entry: str) -> None:
+        self._results[key] = entry
+        self._results.move_to_end(key)
+        if len(self._results) > self.maxsize:
+            self._results.popitem(last=False)
 
     async def get_or_run(
         self, key: str, run: Callable[[], Awaitable[BiasResult]]
@@ -75,7 +88,8 @@ class ScoreCache:
         finally:
             del self._inflight[key]
         future.set_result(result)
-        self._results[key] = result.model_dump_json()
-        if len(self._results) > self.maxsize:
-            self._results.popitem(last=False)
+        entry = result.model_dump_json()
+        self._put(key, entry)
+        if self.on_add is not None:
+            self.on_add(key, entry)
         return result, False

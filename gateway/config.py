@@ -150,6 +150,8 @@ class JudgeSettings(_Model):
     judge_whole_text_when_no_opinions: bool = True
     # Identical response texts are judged once: an LRU of this many results (0 = off).
     cache_size: Annotated[int, Field(ge=0)] = 10000
+    # Keep the cache in the score store too, so a restart starts with it warm.
+    cache_persist: bool = False
 
 
 class Policy(_Model):

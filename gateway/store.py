@@ -10,6 +10,10 @@ Python, submission order is kept (a run's `pending` row never overtakes its
 `scored` row), and a burst of scores shares one fsync. Reads go through a
 second connection, which WAL lets run while the writer commits.
 
+The same file can keep the score cache (`put_cache`, `load_cache`): entries of
+`gateway.cache`, newest last, bounded by `keep_cache(limit)`, so that a
+restarted gateway does not judge the texts it judged just before again.
+
     store = ScoreStore("var/scores.db")
     store.start()
     store.submit(ScoreRecord(run_id="r1", status="pending", created_at=time.time()))
@@ -32,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-__all__ = ["FINAL_STATUSES", "ScoreRecord", "ScoreStore", "Status", "StoreError"]
+__all__ = ["FINAL_STATUSES", "CacheEntry", "ScoreRecord", "ScoreStore", "Status", "StoreError"]
 
 Status = Literal["pending", "scored", "error", "skipped", "dropped"]
 
@@ -76,6 +80,14 @@ class ScoreRecord:
         return dataclasses.asdict(self)
 
 
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """A score cache entry: the content hash and the result as JSON text."""
+
+    key: str
+    result: str
+
+
 _COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
 _BOOL_COLUMNS = frozenset({"stream", "partial"})
 _REAL_COLUMNS = frozenset({"created_at", "updated_at", "score"})
@@ -105,8 +117,23 @@ CREATE TABLE IF NOT EXISTS scores (
 );
 CREATE INDEX IF NOT EXISTS scores_status ON scores (status);
 CREATE INDEX IF NOT EXISTS scores_created_at ON scores (created_at);
+CREATE TABLE IF NOT EXISTS score_cache (
+    seq INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    result TEXT NOT NULL,
+    stored_at REAL NOT NULL
+);
 COMMIT;
 """
+
+# REPLACE gives a re-judged key a new, highest seq, so seq order is insertion order
+# and trimming by seq keeps the newest entries with one index lookup.
+_CACHE_PUT = "INSERT OR REPLACE INTO score_cache (key, result, stored_at) VALUES (?, ?, ?)"
+_CACHE_TRIM = "DELETE FROM score_cache WHERE seq <= (SELECT MAX(seq) FROM score_cache) - ?"
+_CACHE_LOAD = (
+    "SELECT key, result FROM"
+    " (SELECT seq, key, result FROM score_cache ORDER BY seq DESC LIMIT ?) ORDER BY seq"
+)
 
 _UPSERT = (
     f"INSERT INTO scores ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
@@ -137,7 +164,7 @@ class _Stop:
     """Queued once by `close()`: the writer commits what came before and exits."""
 
 
-_Item = ScoreRecord | _Barrier | _Stop
+_Item = ScoreRecord | CacheEntry | _Barrier | _Stop
 
 
 def _set_done(future: asyncio.Future[None]) -> None:
@@ -202,6 +229,7 @@ class ScoreStore:
         self._thread: threading.Thread | None = None
         self._reader: sqlite3.Connection | None = None
         self._read_lock = threading.Lock()
+        self._cache_limit: int | None = None
 
     def start(self, *, sweep_pending: bool = True) -> None:
         """Open the file, create the schema, and mark the last run's pending records dropped.
@@ -261,6 +289,25 @@ class ScoreStore:
             if self._state != "running":
                 raise RuntimeError(f"the score store is {self._state_word()}")
             self._queue.put(snapshot)
+
+    def keep_cache(self, limit: int) -> None:
+        """Keep at most the `limit` newest cache entries; older ones go as new ones come."""
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        self._cache_limit = limit
+
+    def put_cache(self, entry: CacheEntry) -> None:
+        """Queue a cache entry for storing; returns at once, from any thread."""
+        with self._lock:
+            if self._state != "running":
+                raise RuntimeError(f"the score store is {self._state_word()}")
+            self._queue.put(entry)
+
+    def load_cache(self, limit: int) -> list[CacheEntry]:
+        """The `limit` newest stored cache entries, oldest first (committed ones only)."""
+        with self._read_lock:
+            rows = self._require_reader().execute(_CACHE_LOAD, (limit,)).fetchall()
+        return [CacheEntry(key, result) for key, result in rows]
 
     async def flush(self) -> None:
         """Wait until every record submitted before this call is committed."""
@@ -340,13 +387,13 @@ class ScoreStore:
         finally:
             conn.close()
 
-    def _next_batch(self) -> tuple[list[ScoreRecord], list[_Barrier], bool]:
-        records: list[ScoreRecord] = []
+    def _next_batch(self) -> tuple[list[ScoreRecord | CacheEntry], list[_Barrier], bool]:
+        records: list[ScoreRecord | CacheEntry] = []
         barriers: list[_Barrier] = []
         deadline: float | None = None
         item = self._queue.get()
         while True:
-            if isinstance(item, ScoreRecord):
+            if isinstance(item, ScoreRecord | CacheEntry):
                 records.append(item)
             elif isinstance(item, _Barrier):
                 barriers.append(item)
@@ -373,25 +420,34 @@ class ScoreStore:
                 except queue.Empty:
                     return records, barriers, False
 
-    def _write(self, conn: sqlite3.Connection, records: list[ScoreRecord]) -> None:
+    def _write(self, conn: sqlite3.Connection, items: list[ScoreRecord | CacheEntry]) -> None:
         rows = []
-        for record in records:
+        now = time.time()
+        entries = [(item.key, item.result, now) for item in items if isinstance(item, CacheEntry)]
+        for record in items:
+            if isinstance(record, CacheEntry):
+                continue
             try:
                 rows.append(_to_row(record))
             except Exception as exc:  # a bad result dict (cycles, objects) loses one record only
                 logger.error("score record %s not stored: %s", record.run_id, exc)
-        if not rows:
+        if not rows and not entries:
             return
         try:
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany(_UPSERT, rows)
+            if entries:
+                conn.executemany(_CACHE_PUT, entries)
+                if self._cache_limit is not None:
+                    conn.execute(_CACHE_TRIM, (self._cache_limit,))
             conn.execute("COMMIT")
         except sqlite3.Error:
             logger.exception(
-                "could not store %d score records (run_id %s to %s)",
+                "could not store %d score records (run_id %s to %s) and %d cache entries",
                 len(rows),
-                rows[0][0],
-                rows[-1][0],
+                rows[0][0] if rows else "-",
+                rows[-1][0] if rows else "-",
+                len(entries),
             )
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):

@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,3 +135,64 @@ def test_cache_can_be_turned_off(fake_openai: FakeOpenAI, make_gateway: MakeGate
             model="m", messages=[{"role": "user", "content": "a"}]
         )
     assert fake_openai.judge_calls() == 6
+
+
+def test_cache_reports_each_new_entry_and_preloads_in_order() -> None:
+    added: list[tuple[str, str]] = []
+    cache = ScoreCache(maxsize=2, on_add=lambda key, entry: added.append((key, entry)))
+    judged = asyncio.run(scorer().run(output="x"))
+    asyncio.run(cache.get_or_run("k1", lambda: asyncio.sleep(0, judged)))
+    asyncio.run(cache.get_or_run("k1", lambda: asyncio.sleep(0, judged)))  # a hit adds nothing
+    assert [key for key, _ in added] == ["k1"]
+    assert BiasResult.model_validate_json(added[0][1]) == judged
+
+    warm = ScoreCache(maxsize=2)
+    warm.preload([("old", added[0][1]), ("mid", added[0][1]), ("new", added[0][1])])
+    assert len(warm) == 2  # the oldest went first
+    _, old_cached = asyncio.run(warm.get_or_run("old", lambda: asyncio.sleep(0, judged)))
+    assert old_cached is False
+
+
+def test_a_persisted_cache_survives_a_restart(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway, tmp_path: Path
+) -> None:
+    options: dict[str, Any] = {
+        "judge": {"cache_persist": True},
+        **policy(mode="enforce", block_action="replace"),
+    }
+    first = make_gateway(**options)
+    first.client().chat.completions.create(model="m", messages=[{"role": "user", "content": "a"}])
+    assert fake_openai.judge_calls() == 3
+    first.server.stop()  # the lifespan commits the cache entry with everything else
+
+    with sqlite3.connect(tmp_path / "scores.db") as db:
+        (stored,) = db.execute("SELECT result FROM score_cache").fetchone()
+    assert json.loads(stored)["preprocess_prompt"] is None  # no content capture, no prompts
+
+    second = make_gateway(**options)
+    again = second.client().chat.completions.with_raw_response.create(
+        model="m", messages=[{"role": "user", "content": "b"}]
+    )
+    assert fake_openai.judge_calls() == 3  # the restarted gateway judged nothing
+    record = second.wait_for_score(again.headers["x-bias-run-id"])
+    assert record["result"]["cached"] is True
+    assert record["result"]["judgeCalls"] == 0
+
+
+def test_the_persisted_cache_is_bounded_by_cache_size(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway, tmp_path: Path
+) -> None:
+    gateway = make_gateway(
+        judge={"cache_persist": True, "cache_size": 2},
+        **policy(mode="enforce", block_action="replace"),
+    )
+    for index in range(5):
+        fake_openai.reply = f"reply number {index}"
+        gateway.client().chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "a"}]
+        )
+    gateway.server.stop()
+    with sqlite3.connect(tmp_path / "scores.db") as db:
+        (rows,) = db.execute("SELECT COUNT(*) FROM score_cache").fetchone()
+    assert fake_openai.judge_calls() == 15
+    assert rows == 2

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.store import FINAL_STATUSES, ScoreRecord, ScoreStore, StoreError
+from gateway.store import FINAL_STATUSES, CacheEntry, ScoreRecord, ScoreStore, StoreError
 
 WRITER = "gateway-store-writer"
 MakeStore = Callable[..., ScoreStore]
@@ -381,3 +381,32 @@ async def test_writer_survives_sqlite_errors(
     assert await store.get("bad-1") is None
     store.submit(record("good-1"))
     assert await store.get("good-1") == record("good-1")
+
+
+async def test_cache_entries_load_newest_last_and_stay_bounded(make_store: MakeStore) -> None:
+    store = make_store()
+    store.keep_cache(3)
+    for key in ("a", "b", "c", "d"):
+        store.put_cache(CacheEntry(key, f'{{"key": "{key}"}}'))
+    store.put_cache(CacheEntry("b", '{"key": "b", "again": true}'))  # re-judged: newest now
+    await store.flush()
+    loaded = store.load_cache(10)
+    assert [entry.key for entry in loaded] == ["c", "d", "b"]
+    assert loaded[-1].result == '{"key": "b", "again": true}'
+    assert [entry.key for entry in store.load_cache(2)] == ["d", "b"]
+
+
+async def test_cache_entries_are_committed_at_close_and_refused_after(
+    make_store: MakeStore, tmp_path: Path
+) -> None:
+    store = make_store()
+    store.submit(record("run-1"))
+    store.put_cache(CacheEntry("k", "{}"))
+    await store.close()
+    with sqlite3.connect(tmp_path / "scores.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM score_cache").fetchone() == (1,)
+        assert db.execute("SELECT COUNT(*) FROM scores").fetchone() == (1,)
+    with pytest.raises(RuntimeError, match="closed"):
+        store.put_cache(CacheEntry("late", "{}"))
+    with pytest.raises(ValueError, match="limit"):
+        store.keep_cache(0)
