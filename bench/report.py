@@ -110,16 +110,19 @@ def markdown(results: dict[str, Any]) -> str:
         rate = results["meta"]["plan"].get("paced_rate")
         lines += [
             "",
-            f"Paced, c=1 at {_fmt(rate, 0)} requests/s (one connection, `bench/client.py`), ms:",
+            f"Paced, c=1 at {_fmt(rate, 0)} requests/s (one connection, `bench/client.py`;"
+            " direct and fresh off and monitor gateways side by side, taking turns; medians"
+            " of the rounds), ms:",
             "",
-            "| config | p50 | p99 | stream p50 | stream TTFT p50 | requests | errors |",
+            "| config | p50 | p99 | stream TTFT p50 | p50 per round | requests | errors |",
             "|---|---|---|---|---|---|---|",
         ]
         for name, probe in paced.items():
             plain, stream = probe["non-stream"], probe["stream"]
             lines.append(
                 f"| {name} | {_fmt(plain['p50_ms'], 3)} | {_fmt(plain['p99_ms'], 3)}"
-                f" | {_fmt(stream['p50_ms'], 3)} | {_fmt(stream['ttft_p50_ms'], 3)}"
+                f" | {_fmt(stream['ttft_p50_ms'], 3)}"
+                f" | {', '.join(_fmt(value, 2) for value in plain.get('round_p50_ms', []))}"
                 f" | {plain['requests'] + stream['requests']}"
                 f" | {plain['errors'] + stream['errors']} |"
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import sys
 import tempfile
 import time
@@ -23,8 +24,9 @@ __all__ = ["CHUNKS", "Plan", "Workload", "chat_body", "run_all"]
 
 CHUNKS = 50
 DRAIN_TIMEOUT = 90.0  # a monitor backlog not stored by then is reported, not waited for
-# The configurations also probed at a fixed rate (`Plan.paced_rate`), for the monitor target.
-PACED_CONFIGS = ("direct", "gateway off", "gateway monitor")
+# Probed at a fixed rate (`Plan.paced_rate`) side by side at the end, for the monitor targets.
+PACED_MODES = ("off", "monitor")
+PACED_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class Plan:
     warmup: float = 2.0
     ttft_duration: float = 3.0
     paced_rate: float = 200.0  # requests/s of the paced probe, well within monitor's scoring
-    paced_duration: float = 4.0
+    paced_duration: float = 2.0  # per round, workload and configuration
     memory_counts: tuple[int, int] = (2_000, 20_000)
     only: frozenset[str] | None = None
     gateway_log_level: str = "info"
@@ -96,6 +98,8 @@ def run_all(plan: Plan) -> dict[str, Any]:
                     procs.stop(deployed.server)
         if plan.only is None or "gateway off" in plan.only:
             results["memory"] = _memory_check(ctx, plan)
+        if plan.only is None or "gateway monitor" in plan.only:
+            results["paced"] = _paced(ctx, plan)
     results["elapsed_s"] = round(time.monotonic() - started, 1)
     return results
 
@@ -112,13 +116,6 @@ def _measure_config(
             f"  p50 {load['p50_ms']:7.2f} ms  p99 {load['p99_ms']:7.2f} ms"
             f"  cpu server {cell['server_cpu']:5.1f}% fake {cell['fake_cpu']}"
             f" other {cell['other_cpu']}"
-        )
-    if deployed.name in PACED_CONFIGS:
-        paced = _paced(ctx, deployed, plan)
-        results.setdefault("paced", {})[deployed.name] = paced
-        _log(
-            f"  paced {plan.paced_rate:g}/s: p50 {paced['non-stream']['p50_ms']} ms,"
-            f" stream TTFT p50 {paced['stream']['ttft_p50_ms']} ms"
         )
     if deployed.mode == "monitor":
         results["cache"] = _cache_cell(ctx, deployed, plan)
@@ -216,25 +213,66 @@ def _run_cell(ctx: Context, deployed: Deployed, workload: Workload, plan: Plan) 
     return cell
 
 
-def _paced(ctx: Context, deployed: Deployed, plan: Plan) -> dict[str, Any]:
-    """c=1 at a fixed rate, non-streaming and streaming: latency off saturation."""
-    url = deployed.server.url + "/v1/chat/completions"
-    paced: dict[str, Any] = {}
-    for stream in (False, True):
-        since = time.time()
-        stats = client.run(
-            lambda stream=stream: client.probe_paced(  # type: ignore[misc]  # bound per loop
-                url,
-                chat_body(stream),
-                rate=plan.paced_rate,
-                duration=plan.paced_duration,
-                api_key=deployed.api_key,
-            )
+def _paced(ctx: Context, plan: Plan) -> dict[str, Any]:
+    """c=1 at a fixed rate, direct and fresh off and monitor gateways, in alternating rounds.
+
+    The configurations run side by side and take turns, so a drift of the
+    machine over the run (this VM's shared cores drift by 10-20 %) hits them
+    all alike; each figure is the median of the rounds' values.
+    """
+    _log(f"paced probe: c=1 at {plan.paced_rate:g}/s, {PACED_ROUNDS} rounds")
+    servers = {"direct": ctx.fake}
+    started = [start_gateway(ctx, mode, label=f"gateway-paced-{mode}") for mode in PACED_MODES]
+    servers.update({deployed.name: deployed.server for deployed in started})
+    rounds: dict[str, dict[str, list[client.PacedStats]]] = {
+        name: {"non-stream": [], "stream": []} for name in servers
+    }
+    try:
+        for _ in range(PACED_ROUNDS):
+            for name, server in servers.items():
+                for stream in (False, True):
+                    url = server.url + "/v1/chat/completions"
+                    body = chat_body(stream)
+                    stats = client.run(
+                        lambda url=url, body=body: client.probe_paced(  # type: ignore[misc]
+                            url,
+                            body,
+                            rate=plan.paced_rate,
+                            duration=plan.paced_duration,
+                            api_key="bench",
+                        )
+                    )
+                    rounds[name]["stream" if stream else "non-stream"].append(stats)
+    finally:
+        for deployed in started:
+            ctx.procs.stop(deployed.server)
+    paced = {
+        name: {workload: _median_round(runs) for workload, runs in workloads.items()}
+        for name, workloads in rounds.items()
+    }
+    for name, workloads in paced.items():
+        _log(
+            f"  {name:16} p50 {workloads['non-stream']['p50_ms']} ms,"
+            f" stream TTFT p50 {workloads['stream']['ttft_p50_ms']} ms"
         )
-        paced["stream" if stream else "non-stream"] = stats.to_dict()
-        if deployed.store is not None:
-            wait_drained(deployed.store, since, timeout=DRAIN_TIMEOUT)
     return paced
+
+
+def _median_round(runs: list[client.PacedStats]) -> dict[str, Any]:
+    def median(values: list[float | None]) -> float | None:
+        known = [value for value in values if value is not None]
+        return round(statistics.median(known), 3) if known else None
+
+    return {
+        "rate": runs[0].rate,
+        "rounds": len(runs),
+        "requests": sum(run.requests for run in runs),
+        "errors": sum(run.errors for run in runs),
+        "p50_ms": median([run.p50_ms for run in runs]),
+        "p99_ms": median([run.p99_ms for run in runs]),
+        "ttft_p50_ms": median([run.ttft_p50_ms for run in runs]),
+        "round_p50_ms": [run.p50_ms for run in runs],
+    }
 
 
 def _cache_cell(ctx: Context, deployed: Deployed, plan: Plan) -> dict[str, Any]:
