@@ -305,7 +305,6 @@ class _Call:
         scoring = self.gateway.scoring
         if await scoring.admit(self.job):
             return None
-        self.sampled = False
         return self._finish(scoring.overloaded(self.job))
 
     def _skip_headers(self, upstream_status: int) -> dict[str, str] | None:
