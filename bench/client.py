@@ -69,6 +69,22 @@ def _session(concurrency: int, api_key: str) -> aiohttp.ClientSession:
     )
 
 
+async def _timed_post(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any]
+) -> tuple[float | None, float] | None:
+    """POST and read the whole body: (first body bytes, end) perf_counter times; None unless 200."""
+    first = None
+    try:
+        async with session.post(url, json=body) as response:
+            async for _ in response.content.iter_any():
+                if first is None:
+                    first = time.perf_counter()
+            ok = response.status == 200
+    except (aiohttp.ClientError, TimeoutError):
+        return None
+    return (first, time.perf_counter()) if ok else None
+
+
 async def probe_streams(
     url: str, body: dict[str, Any], *, concurrency: int, duration: float, api_key: str
 ) -> StreamStats:
@@ -86,20 +102,13 @@ async def probe_streams(
             nonlocal errors
             while time.perf_counter() < stop_at:
                 sent = time.perf_counter()
-                first = None
-                try:
-                    async with session.post(url, json=body) as response:
-                        async for _ in response.content.iter_any():
-                            if first is None:
-                                first = time.perf_counter()
-                        ok = response.status == 200
-                except (aiohttp.ClientError, TimeoutError):
-                    ok = False
-                if not ok or first is None:
+                timed = await _timed_post(session, url, body)
+                first, ended = timed or (None, 0.0)
+                if first is None:
                     errors += 1
                     continue
                 ttfts.append((first - sent) * 1000)
-                totals.append((time.perf_counter() - sent) * 1000)
+                totals.append((ended - sent) * 1000)
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     wall = time.perf_counter() - started
@@ -153,19 +162,12 @@ async def probe_paced(
                 await asyncio.sleep(delay)
             sent = time.perf_counter()
             next_at = max(next_at + interval, sent)
-            first = None
-            try:
-                async with session.post(url, json=body) as response:
-                    async for _ in response.content.iter_any():
-                        if first is None:
-                            first = time.perf_counter()
-                    ok = response.status == 200
-            except (aiohttp.ClientError, TimeoutError):
-                ok = False
-            if not ok:
+            timed = await _timed_post(session, url, body)
+            if timed is None:
                 errors += 1
                 continue
-            totals.append((time.perf_counter() - sent) * 1000)
+            first, ended = timed
+            totals.append((ended - sent) * 1000)
             if stream and first is not None:
                 ttfts.append((first - sent) * 1000)
     return PacedStats(
