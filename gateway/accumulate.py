@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ChunkAccumulator", "completion_texts"]
+__all__ = ["ChunkAccumulator", "completion_texts", "readable_completion"]
 
 
 @dataclass(slots=True)
@@ -29,6 +29,7 @@ class _Choice:
     content: list[str] | None = None  # None until a content string arrives
     refusal: list[str] | None = None
     tool_calls: dict[int, _ToolCall] = field(default_factory=dict)
+    chars: int = 0  # of content kept so far
 
 
 class ChunkAccumulator:
@@ -37,9 +38,14 @@ class ChunkAccumulator:
     Chunks that are not mappings with a `choices` list are ignored. The first
     non-empty `id`, `model` and `created` win, because Azure opens its streams
     with a content-filter chunk where they are blank.
+
+    With `max_chars`, each choice keeps at most that many characters of
+    content (then `truncated` is set), so a huge stream is not held whole.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_chars: int | None = None) -> None:
+        self._max_chars = max_chars
+        self.truncated = False
         self._id: str | None = None
         self._model: str | None = None
         self._created: int | None = None
@@ -109,7 +115,12 @@ class ChunkAccumulator:
         if isinstance(content, str):
             if state.content is None:
                 state.content = []
-            state.content.append(content)
+            if self._max_chars is not None and state.chars + len(content) > self._max_chars:
+                content = content[: self._max_chars - state.chars]
+                self.truncated = True
+            if content:
+                state.content.append(content)
+                state.chars += len(content)
         if isinstance(refusal, str):
             if state.refusal is None:
                 state.refusal = []
@@ -222,6 +233,29 @@ def completion_texts(completion: Mapping[str, Any]) -> dict[int, str]:
             if parts:
                 texts[index] = "".join(parts)
     return dict(sorted(texts.items()))
+
+
+def readable_completion(completion: object) -> bool:
+    """Whether a non-streaming answer has the shape of a `chat.completion`.
+
+    `choices` must be a list of objects whose `message` is an object with a
+    string, list or null `content`. An enforcing gateway may not treat anything
+    else as "no text": it could not tell what the client would be shown.
+    """
+    if not isinstance(completion, Mapping):
+        return False
+    choices = completion.get("choices")
+    if not isinstance(choices, list):
+        return False
+    for choice in choices:
+        if not isinstance(choice, Mapping):
+            return False
+        message = choice.get("message")
+        if not isinstance(message, Mapping):
+            return False
+        if not isinstance(message.get("content"), str | list | None):
+            return False
+    return True
 
 
 def _json_int(value: object) -> int | None:

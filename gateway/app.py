@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -32,6 +32,7 @@ from gateway.endpoints import (
 from gateway.errors import GatewayError, envelope, error_response
 from gateway.judge import AiohttpJudge
 from gateway.metrics import Metrics
+from gateway.paths import PathGuard
 from gateway.policy import Sampler
 from gateway.routing import Router
 from gateway.scoring import Scoring
@@ -46,6 +47,7 @@ __all__ = ["app_from_environment", "build_judge", "create_app"]
 log = structlog.get_logger("gateway.app")
 
 CONFIG_ENV = "BIAS_GATEWAY_CONFIG"
+CLIENT_CLOSED_REQUEST = 499
 
 
 def build_judge(settings: Settings, upstream: Upstream) -> Judge:
@@ -114,6 +116,7 @@ def create_app(
             capture_content=settings.store.capture_content,
             cache=_score_cache(settings, store),
             full_wait=settings.queue.full_wait,
+            max_text_chars=settings.judge.max_text_chars,
         )
         scoring.start()
         state = Gateway(
@@ -163,8 +166,9 @@ def create_app(
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
         ],
-        middleware=[Middleware(AccessLog, metrics=metrics)],
+        middleware=[Middleware(AccessLog, metrics=metrics), Middleware(PathGuard)],
         exception_handlers={
+            ClientDisconnect: _client_disconnect,
             GatewayError: _gateway_error,
             HTTPException: _http_error,
             Exception: _unexpected_error,
@@ -198,6 +202,16 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     code = "not_found" if exc.status_code == 404 else None
     body = envelope(str(exc.detail), type="invalid_request_error", code=code)
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _client_disconnect(request: Request, exc: Exception) -> Response:
+    """The client left before its request body was in (or sent one HTTP could not frame).
+
+    Nobody is there to read an answer; the access line records status 499,
+    nginx's "client closed request", and no traceback.
+    """
+    request.scope.setdefault("state", {}).setdefault("access", {})["client_disconnected"] = True
+    return Response(status_code=CLIENT_CLOSED_REQUEST)
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -13,11 +14,17 @@ from opentelemetry.trace import Span
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from gateway.accumulate import completion_texts
-from gateway.codec import loads
+from gateway.accumulate import completion_texts, readable_completion
+from gateway.codec import loads, with_field
 from gateway.config import KeySettings, Policy
 from gateway.decisions import bias_headers, judge_error_envelope, render_block
-from gateway.errors import BadRequest, PayloadTooLarge, UpstreamError, error_response
+from gateway.errors import (
+    BadRequest,
+    PayloadTooLarge,
+    UpstreamError,
+    error_response,
+    unreadable_error,
+)
 from gateway.scoring import Outcome, ScoreRequest
 from gateway.state import Gateway
 from gateway.streaming import (
@@ -29,6 +36,7 @@ from gateway.streaming import (
     render_buffered,
 )
 from gateway.upstream import Target, UpstreamResponse
+from guard.outputs import valid_text
 
 __all__ = ["ChatRequest", "chat_completions", "parse_chat_request", "read_body"]
 
@@ -49,16 +57,34 @@ class ChatRequest:
         """The body as received, with only the model alias rewritten."""
         if target.model is None or target.model == self.model:
             return self.raw
-        # `json`, not `codec.loads`: it keeps integers wider than 64 bits exact.
-        return json.dumps({**json.loads(self.raw), "model": target.model}).encode()
+        try:
+            return with_field(self.raw, "model", target.model)
+        except ValueError as exc:
+            raise BadRequest(f"Request body cannot be forwarded: {exc}") from exc
 
     def prompt_text(self) -> str:
+        """The messages as `role: text` lines, for the store under content capture."""
         messages = self.body.get("messages") or []
-        return "\n\n".join(
-            f"{message.get('role')}: {message.get('content')}"
-            for message in messages
-            if isinstance(message, dict)
+        return valid_text(
+            "\n\n".join(
+                f"{message.get('role')}: {_message_text(message.get('content'))}"
+                for message in messages
+                if isinstance(message, dict)
+            )
         )
+
+
+def _message_text(content: object) -> str:
+    # Only text: `str()` of a hostile nested list would recurse without bound.
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -93,6 +119,10 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("`model` is required and must be a non-empty string.", param="model")
+    if valid_text(model) != model:
+        # A lone surrogate, escaped in valid JSON: no upstream has such a model, and the
+        # name would go on into metric labels, log lines and the store.
+        raise BadRequest("`model` must be valid Unicode text.", param="model")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest("`messages` is required and must be a non-empty array.", param="messages")
@@ -133,6 +163,14 @@ def _upstream_headers(request: Request, target: Target) -> dict[str, str]:
     return headers
 
 
+def _json_text(value: object) -> str | None:
+    """`value` as JSON text for a span attribute; None if it cannot be (too deep)."""
+    try:
+        return json.dumps(value)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
 def _json_object(body: bytes) -> dict[str, Any] | None:
     try:
         value = loads(body)
@@ -144,10 +182,13 @@ def _json_object(body: bytes) -> dict[str, Any] | None:
 def _response_facts(completion: dict[str, Any] | None, tap: StreamTap | None) -> dict[str, Any]:
     """The response's id, model, finish reasons and usage, from a body or a stream."""
     if completion is not None:
-        choices = [c for c in completion.get("choices") or [] if isinstance(c, dict)]
+        raw_choices = completion.get("choices")
+        choices = (
+            [c for c in raw_choices if isinstance(c, dict)] if isinstance(raw_choices, list) else []
+        )
         return {
-            "id": completion.get("id"),
-            "model": completion.get("model"),
+            "id": id_text(completion.get("id")),
+            "model": id_text(completion.get("model")),
             "finish_reasons": [
                 str(c.get("finish_reason")) for c in choices if c.get("finish_reason")
             ],
@@ -162,6 +203,15 @@ def _response_facts(completion: dict[str, Any] | None, tap: StreamTap | None) ->
             "usage": accumulator.usage,
         }
     return {}
+
+
+def id_text(value: object) -> str | None:
+    """An upstream's `id` (or `model`) as text: numbers are spelled out, other types dropped."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 def _skipped(reason: str) -> dict[str, str]:
@@ -268,7 +318,9 @@ class _Call:
             if isinstance(usage.get(key), int):
                 metrics.token_usage.labels(kind, model, "upstream").observe(usage[key])
         if self.gateway.telemetry.capture_content and span.is_recording():
-            span.set_attribute("gen_ai.input.messages", json.dumps(self.chat.body["messages"]))
+            messages = _json_text(self.chat.body["messages"])
+            if messages is not None:
+                span.set_attribute("gen_ai.input.messages", messages)
             # Only here, under content capture: the plain path never collects the texts.
             if completion is not None:
                 texts = list(completion_texts(completion).values())
@@ -334,11 +386,11 @@ class _Call:
             return Response(upstream.body, upstream.status, headers={**upstream.headers, **skip})
         completion = _json_object(upstream.body)
         self._end_chat(completion=completion)
-        texts = list(completion_texts(completion).values()) if completion is not None else []
-        texts = [text for text in texts if text]
         scoring = self.gateway.scoring
-        if completion is not None:
-            self.job.response_id = completion.get("id")
+        if completion is None or not readable_completion(completion):
+            return self._unreadable(upstream)
+        texts = [text for text in completion_texts(completion).values() if text]
+        self.job.response_id = id_text(completion.get("id"))
         if not texts:
             outcome = scoring.skip(self.job, "no_text")
         elif self.mode == "monitor":
@@ -354,6 +406,20 @@ class _Call:
             return render_block(outcome, self.policy, completion, headers)
         return Response(upstream.body, upstream.status, headers=headers)
 
+    def _unreadable(self, upstream: UpstreamResponse) -> Response:
+        """A 200 the gateway cannot read: recorded as skipped (`unreadable`).
+
+        Monitor passes it on as it came. Enforce answers 502
+        `upstream_protocol_error`: it cannot tell what text the client would
+        see, so it may not treat the answer as having none.
+        """
+        outcome = self.gateway.scoring.skip(self.job, "unreadable")
+        headers = {**upstream.headers, **self._finish(outcome)}
+        if self.mode != "enforce":
+            return Response(upstream.body, upstream.status, headers=headers)
+        headers.pop("content-type", None)
+        return error_response(unreadable_error(), headers)
+
     async def stream(self) -> Response:
         overloaded = await self._admit()
         upstream = await self._send(stream=True)
@@ -367,7 +433,7 @@ class _Call:
             return self._relay(upstream, skip, tap=StreamTap(parse=False), score=False)
         if self.mode == "monitor":
             outcome = self.gateway.scoring.mark_pending(self.job)
-            return self._relay(upstream, self._finish(outcome), tap=StreamTap(), score=True)
+            return self._relay(upstream, self._finish(outcome), tap=self._tap(), score=True)
         if self.policy.stream_policy == "passthrough":
             return self._passthrough(upstream)
         return await self._buffer(upstream)
@@ -392,7 +458,7 @@ class _Call:
             if texts:
                 self.gateway.scoring.submit(self.job, texts)
             else:
-                self.gateway.scoring.skip(self.job, "no_text")
+                self.gateway.scoring.skip(self.job, "no_text" if tap.readable else "unreadable")
 
         return SSEResponse(
             relay(upstream.chunks, tap, failures),
@@ -402,7 +468,7 @@ class _Call:
 
     async def _buffer(self, upstream: UpstreamResponse) -> Response:
         assert upstream.chunks is not None
-        tap = StreamTap()
+        tap = self._tap()
         try:
             body = await buffer_all(upstream.chunks, tap)
         except UpstreamError as exc:
@@ -413,6 +479,11 @@ class _Call:
         self._end_chat(tap=tap)
         self.job.response_id = tap.accumulator.response_id
         texts = tap.texts()
+        if not tap.readable:
+            outcome = self.gateway.scoring.skip(self.job, "unreadable")
+            headers = {**upstream.headers, **self._finish(outcome)}
+            headers.pop("content-type", None)
+            return error_response(unreadable_error(), headers)
         if texts:
             outcome = await self.gateway.scoring.score(self.job, texts)
         else:
@@ -420,28 +491,57 @@ class _Call:
         return render_buffered(outcome, body, tap, self.policy, {**upstream.headers})
 
     def _passthrough(self, upstream: UpstreamResponse) -> Response:
+        """Enforce, stream policy `passthrough`: live events, then the bias chunk.
+
+        The run id goes out in the headers before anything is known, so every
+        way the stream can end must leave a final record: a stream that ends
+        before it is judged (client gone, upstream broken off or stalled) has
+        its partial text scored in the background, and a judgement under way
+        when the client leaves runs to its end.
+        """
         assert upstream.chunks is not None
-        tap = StreamTap()
+        tap = self._tap()
+        scoring = self.gateway.scoring
+        judged = False
 
         async def judge() -> Outcome:
+            nonlocal judged
+            judged = True
             self._end_chat(tap=tap)
             self.job.response_id = tap.accumulator.response_id
             texts = tap.texts()
-            if not texts:
-                outcome = self.gateway.scoring.skip(self.job, "no_text")
+            if not tap.readable:
+                outcome = scoring.skip(self.job, "unreadable")
+            elif not texts:
+                outcome = scoring.skip(self.job, "no_text")
             else:
-                outcome = await self.gateway.scoring.score(self.job, texts)
+                # Shielded: a client that leaves now must not cancel the record.
+                outcome = await asyncio.shield(scoring.spawn(self.job, texts))
             self._finish(outcome)
             return outcome
 
         async def on_close(disconnected: bool) -> None:
             await upstream.aclose()
             self._end_chat(tap=tap, error_type="disconnected" if disconnected else None)
-            _note(self.request, partial=disconnected)
+            _note(self.request, partial=disconnected or not judged)
+            if judged:
+                return
+            tap.close()
+            self.job.partial = True
+            self.job.response_id = tap.accumulator.response_id
+            texts = tap.texts()
+            if texts:
+                scoring.submit(self.job, texts)
+            else:
+                scoring.skip(self.job, "no_text" if tap.readable else "unreadable")
 
+        scoring.mark_pending(self.job)
         headers = {**upstream.headers, "x-bias-status": "pending", "x-bias-run-id": self.job.run_id}
         return SSEResponse(
             enforce_passthrough(upstream.chunks, tap, judge, self.policy),
             headers=headers,
             on_close=on_close,
         )
+
+    def _tap(self) -> StreamTap:
+        return StreamTap(max_chars=self.gateway.settings.judge.max_text_chars)

@@ -6,6 +6,10 @@ Falling back to `json.loads` whenever orjson refuses keeps the standard
 library's accepted inputs and error messages; the fallback only runs on input
 that orjson rejects.
 
+Nesting deeper than either parser takes (orjson stops at 1,024 levels; the
+standard library's C scanner at the interpreter's recursion limit) is a
+`ValueError` like any other bad JSON, never a `RecursionError`.
+
 One difference stays: orjson reads an integer wider than 64 bits as a float.
 The values read here are only inspected; a body that is sent on re-encoded is
 parsed with `json` (see `ChatRequest.upstream_body`).
@@ -18,7 +22,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["loads"]
+__all__ = ["loads", "with_field"]
 
 
 def loads(data: bytes | str) -> Any:
@@ -29,4 +33,19 @@ def loads(data: bytes | str) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        return json.loads(data)
+        try:
+            return json.loads(data)
+        except RecursionError:
+            raise ValueError("JSON is nested too deeply") from None
+
+
+def with_field(data: bytes, name: str, value: Any) -> bytes:
+    """The JSON object `data` with its top-level `name` set to `value`, re-encoded.
+
+    The standard library both ways, so integers wider than 64 bits stay exact.
+    Raises `ValueError` for bad JSON or nesting too deep to re-encode.
+    """
+    try:
+        return json.dumps({**json.loads(data), name: value}).encode()
+    except RecursionError:
+        raise ValueError("JSON is nested too deeply") from None

@@ -106,7 +106,10 @@ class UpstreamSettings(_Model):
 
     base_url: Url = "https://api.openai.com/v1"
     api_key: OptionalSecret = None
+    # Seconds for the whole upstream call, to the last byte of a stream.
     timeout: PositiveFloat = 600.0
+    # Seconds the upstream may stay silent between two reads; unset: only `timeout`.
+    read_timeout: OptionalPositiveFloat = None
 
 
 class ModelRoute(_Model):
@@ -121,6 +124,7 @@ class ModelRoute(_Model):
     model: OptionalName = None
     api_key: OptionalSecret = None
     timeout: OptionalPositiveFloat = None
+    read_timeout: OptionalPositiveFloat = None
     forward_client_auth: bool = False
 
     @field_validator("litellm")
@@ -152,6 +156,9 @@ class JudgeSettings(_Model):
     cache_size: Annotated[int, Field(ge=0)] = 10000
     # Keep the cache in the score store too, so a restart starts with it warm.
     cache_persist: bool = False
+    # The judge sees at most this many characters of a response (per choice); a longer
+    # text is cut, and its record says `truncated`. It also bounds what a stream keeps.
+    max_text_chars: Annotated[int, Field(ge=1)] = 100_000
 
 
 class Policy(_Model):

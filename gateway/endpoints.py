@@ -7,14 +7,24 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import Scope
+from yarl import URL
 
 from gateway.chat import read_body
-from gateway.errors import NotFound, UpstreamError
+from gateway.errors import BadRequest, NotFound, UpstreamError
 from gateway.metrics import CONTENT_TYPE_LATEST
 from gateway.state import Gateway
 from gateway.streaming import SSEResponse
 
-__all__ = ["healthz", "list_models", "metrics_endpoint", "passthrough", "readyz", "score_lookup"]
+__all__ = [
+    "forwarded_url",
+    "healthz",
+    "list_models",
+    "metrics_endpoint",
+    "passthrough",
+    "readyz",
+    "score_lookup",
+]
 
 # Request headers never passed on: hop-by-hop, and the gateway's own credentials.
 _DROPPED_REQUEST_HEADERS = frozenset(
@@ -32,6 +42,25 @@ _DROPPED_REQUEST_HEADERS = frozenset(
         "cookie",
     }
 )
+
+
+def forwarded_url(base_url: str, scope: Scope) -> URL:
+    """The upstream URL for a `/v1/...` request: the base URL plus the path as received.
+
+    `PathGuard` has refused dot segments and encoded slashes, so the path cannot
+    leave the base path; the URL is built `encoded=True`, so nothing re-normalises
+    it between the check and the upstream. The check below is a second lock.
+    """
+    raw_path: bytes = scope.get("raw_path") or scope["path"].encode()
+    suffix = raw_path.split(b"?", 1)[0].removeprefix(b"/v1").decode("ascii")
+    base = URL(base_url.rstrip("/"))
+    url = URL(f"{base}{suffix}", encoded=True)
+    query: bytes = scope.get("query_string", b"")
+    if query:
+        url = URL(f"{url}?{query.decode('latin-1')}", encoded=True)
+    if not url.raw_path.startswith(base.raw_path) or ".." in url.raw_path.split("/"):
+        raise BadRequest("Request path refused: it leaves the upstream's base path.")
+    return url
 
 
 def _gateway(request: Request) -> Gateway:
@@ -109,17 +138,14 @@ async def passthrough(request: Request) -> Response:
     }
     if target.api_key:
         headers["authorization"] = f"Bearer {target.api_key}"
-    path = request.url.path.removeprefix("/v1")
-    url = target.base_url.rstrip("/") + path
-    if request.url.query:
-        url += "?" + request.url.query
     # Streamed back as it arrives: these may be SSE (the Responses API) or large files.
     answer = await gateway.upstream.request(
         request.method,
-        url,
+        forwarded_url(target.base_url, request.scope),
         body=body or None,
         headers=headers,
         timeout=target.timeout,
+        read_timeout=target.read_timeout,
         stream=True,
     )
     headers = {**answer.headers, "x-bias-status": "skipped", "x-bias-skip-reason": "unscored_path"}

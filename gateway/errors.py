@@ -38,6 +38,7 @@ __all__ = [
     "UpstreamUnavailable",
     "envelope",
     "error_response",
+    "unreadable_error",
 ]
 
 
@@ -120,3 +121,11 @@ def error_response(exc: GatewayError, headers: dict[str, str] | None = None) -> 
     status, kind, code = status_of(exc)
     body = envelope(exc.message, type=kind, code=code, param=exc.param)
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def unreadable_error() -> UpstreamProtocolError:
+    """The error for a 2xx answer whose body the gateway cannot read as model output."""
+    return UpstreamProtocolError(
+        "The upstream answered with a body the gateway cannot read as model output,"
+        " so it could not be scored."
+    )

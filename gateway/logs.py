@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any, BinaryIO
 
 import orjson
 import structlog
 from opentelemetry import trace
+
+from guard.outputs import valid_text
 
 __all__ = ["add_trace_ids", "configure_logging"]
 
@@ -33,11 +35,34 @@ def add_trace_ids(
 
 
 def _dumps(value: Any, **_: Any) -> str:
-    return orjson.dumps(value, default=str).decode()
+    return _dump_bytes(value).decode()
 
 
 def _dump_bytes(value: Any, **_: Any) -> bytes:
-    return orjson.dumps(value, default=str)
+    try:
+        return orjson.dumps(value, default=str)
+    except TypeError:
+        # orjson refuses what UTF-8 cannot hold (an unpaired surrogate a client sent
+        # as valid escaped JSON) and nesting past its limit: repair, never lose the line.
+        return orjson.dumps(_loggable(value, 0), default=_loggable_str)
+
+
+def _loggable(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return valid_text(value)
+    if depth > 32:
+        return "…"
+    if isinstance(value, Mapping):
+        return {valid_text(str(key)): _loggable(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_loggable(item, depth + 1) for item in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return _loggable_str(value)
+
+
+def _loggable_str(value: Any) -> str:
+    return valid_text(str(value))
 
 
 class _NamedBytesLogger(structlog.BytesLogger):

@@ -22,6 +22,8 @@ from prometheus_client import (
     multiprocess,
 )
 
+from guard.outputs import valid_text
+
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics", "ModelLabels"]
 
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -42,6 +44,8 @@ class ModelLabels:
         if model in self._known or model in self._extra:
             return model
         if len(self._extra) < self._cap:
+            # A label that cannot be encoded would break every later scrape.
+            model = valid_text(model)
             self._extra.add(model)
             return model
         return "other"

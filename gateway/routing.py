@@ -13,7 +13,9 @@ class Router:
     def __init__(self, settings: Settings) -> None:
         upstream = settings.upstream
         default_key = upstream.api_key.get_secret_value() if upstream.api_key else None
-        self._default = Target(upstream.base_url, default_key, upstream.timeout)
+        self._default = Target(
+            upstream.base_url, default_key, upstream.timeout, read_timeout=upstream.read_timeout
+        )
         self._open = settings.route_unknown_models
         self._routes: dict[str, Target] = {}
         for alias, route in settings.models.items():
@@ -29,6 +31,7 @@ class Router:
                 base_url=base_url,
                 api_key=key,
                 timeout=route.timeout or upstream.timeout,
+                read_timeout=route.read_timeout or upstream.read_timeout,
                 model=route.model,
                 litellm=route.litellm,
                 forward_client_auth=route.forward_client_auth,

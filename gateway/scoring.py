@@ -36,6 +36,7 @@ from gateway.policy import Verdict, verdict_for
 from gateway.store import ScoreRecord, ScoreStore
 from gateway.telemetry import Telemetry
 from guard import BiasResult, BiasScorer, JudgeError
+from guard.outputs import valid_text
 from guard.result import JudgeUsage
 
 __all__ = ["Outcome", "ScoreRequest", "Scoring"]
@@ -56,6 +57,7 @@ class ScoreRequest:
     key_name: str | None = None
     stream: bool = False
     partial: bool = False
+    truncated: bool = False  # the judged text was cut at `judge.max_text_chars`
     request_id: str | None = None
     response_id: str | None = None
     prompt: str | None = None  # set only when content capture is on
@@ -97,8 +99,10 @@ class Scoring:
         capture_content: bool,
         cache: ScoreCache | None = None,
         full_wait: float = 0.0,
+        max_text_chars: int | None = None,
     ) -> None:
         self.scorer = scorer
+        self.max_text_chars = max_text_chars
         self.store = store
         self.telemetry = telemetry
         self.metrics = metrics
@@ -110,6 +114,7 @@ class Scoring:
         self.full_wait = full_wait
         self._worker_count = workers
         self._workers: list[asyncio.Task[None]] = []
+        self._background: dict[asyncio.Task[Outcome], ScoreRequest] = {}
         self._overload_log = _Throttle(seconds=1.0)
         self.skipped_overloaded = 0
         self.dropped = 0
@@ -126,8 +131,17 @@ class Scoring:
 
     # -- the two paths -------------------------------------------------------------
 
+    def _judged_texts(self, request: ScoreRequest, texts: list[str]) -> list[str]:
+        """The texts as the judge will see them: valid Unicode, at most `max_text_chars`."""
+        limit = self.max_text_chars
+        if limit is not None and any(len(text) > limit for text in texts):
+            request.truncated = True
+            texts = [text[:limit] for text in texts]
+        return [valid_text(text) for text in texts]
+
     async def score(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Score now (enforce mode). Never raises for judge failures: see `Outcome.status`."""
+        texts = self._judged_texts(request, texts)
         monitor = request.mode == "monitor" and request.chat_span is not None
         with self.telemetry.tracer.start_as_current_span(
             "evaluation bias",
@@ -160,8 +174,15 @@ class Scoring:
         try:
             runs = await asyncio.gather(*(self._run_one(text, request.run_id) for text in texts))
             results = [result for result, _ in runs]
-        except JudgeError as exc:
-            outcome = Outcome(request.run_id, "error", status_reason=type(exc).__name__)
+        except Exception as exc:
+            if not isinstance(exc, JudgeError):
+                # A bug, not a judge failure; the response is decided like one, never a 500.
+                log.exception("scoring failed unexpectedly", run_id=request.run_id)
+            outcome = Outcome(
+                request.run_id,
+                "error",
+                status_reason=type(exc).__name__ if isinstance(exc, JudgeError) else "internal",
+            )
             outcome.reason = str(exc)
             log.error(
                 "bias judge failed; response passed unscored"
@@ -258,6 +279,7 @@ class Scoring:
 
     def submit(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Queue a monitor-mode job; a full queue records `skipped` (overloaded)."""
+        texts = self._judged_texts(request, texts)
         try:
             # Never full for a job that holds a place: places and queue have the same size.
             self._queue.put_nowait((request, texts))
@@ -281,6 +303,20 @@ class Scoring:
         self._store(request, outcome, [])
         return outcome
 
+    def spawn(self, request: ScoreRequest, texts: list[str]) -> asyncio.Task[Outcome]:
+        """`score()` as a task of its own, which the drain at shutdown waits for.
+
+        For a scoring that must finish even if the request that started it is
+        cancelled (its client left): await it through `asyncio.shield`.
+        """
+        task = asyncio.ensure_future(self.score(request, texts))
+        self._background[task] = request
+        task.add_done_callback(self._forget)
+        return task
+
+    def _forget(self, task: asyncio.Task[Outcome]) -> None:
+        self._background.pop(task, None)
+
     # -- workers and shutdown ------------------------------------------------------
 
     async def _work(self) -> None:
@@ -301,8 +337,16 @@ class Scoring:
 
     async def drain(self, deadline: float) -> None:
         """Finish queued jobs for up to `deadline` seconds; record the rest as dropped."""
+        started = time.monotonic()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), timeout=deadline)
+        if self._background:
+            remaining = max(0.0, deadline - (time.monotonic() - started))
+            await asyncio.wait(set(self._background), timeout=remaining)
+        for task, request in list(self._background.items()):
+            if not task.done():  # a done task stored its own outcome
+                task.cancel()
+                self._drop(request, "shutdown")
         for worker in self._workers:
             worker.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
@@ -377,6 +421,7 @@ class Scoring:
                 mode=request.mode,
                 stream=request.stream,
                 partial=request.partial,
+                truncated=request.truncated,
                 score=outcome.score,
                 verdict=outcome.verdict,
                 reason=outcome.reason,

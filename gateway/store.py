@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from guard.outputs import valid_text
+
 __all__ = ["FINAL_STATUSES", "CacheEntry", "ScoreRecord", "ScoreStore", "Status", "StoreError"]
 
 Status = Literal["pending", "scored", "error", "skipped", "dropped"]
@@ -64,6 +66,7 @@ class ScoreRecord:
     mode: str | None = None
     stream: bool = False
     partial: bool = False
+    truncated: bool = False
     score: float | None = None
     verdict: str | None = None
     reason: str | None = None
@@ -89,7 +92,7 @@ class CacheEntry:
 
 
 _COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
-_BOOL_COLUMNS = frozenset({"stream", "partial"})
+_BOOL_COLUMNS = frozenset({"stream", "partial", "truncated"})
 _REAL_COLUMNS = frozenset({"created_at", "updated_at", "score"})
 _JSON_COLUMNS = frozenset({"result"})
 
@@ -104,6 +107,7 @@ CREATE TABLE IF NOT EXISTS scores (
     mode TEXT,
     stream INTEGER NOT NULL DEFAULT 0,
     partial INTEGER NOT NULL DEFAULT 0,
+    truncated INTEGER NOT NULL DEFAULT 0,
     score REAL,
     verdict TEXT,
     reason TEXT,
@@ -172,6 +176,19 @@ def _set_done(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+# Columns added after the first release, for files created before them.
+_ADDED_COLUMNS = {"truncated": "INTEGER NOT NULL DEFAULT 0"}
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
+    for name, declaration in _ADDED_COLUMNS.items():
+        if name not in present:
+            # Two processes may start on one old file at once: the loser's ALTER fails.
+            with contextlib.suppress(sqlite3.OperationalError):
+                conn.execute(f"ALTER TABLE scores ADD COLUMN {name} {declaration}")
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     # isolation_level=None: transactions are explicit, so the writer can BEGIN IMMEDIATE
     # (take the write lock up front, honouring busy_timeout) instead of upgrading later.
@@ -191,9 +208,10 @@ def _to_row(record: ScoreRecord) -> tuple[object, ...]:
         elif name in _REAL_COLUMNS:
             row.append(float(value))
         elif name in _JSON_COLUMNS:
-            row.append(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+            row.append(valid_text(json.dumps(value, ensure_ascii=False, separators=(",", ":"))))
         elif isinstance(value, str):
-            row.append(value)
+            # SQLite takes UTF-8: an unpaired surrogate (valid escaped JSON) becomes U+FFFD.
+            row.append(valid_text(value))
         else:
             raise TypeError(f"{name} must be a str, not {type(value).__name__}")
     return tuple(row)
@@ -250,6 +268,7 @@ class ScoreStore:
                     raise StoreError(f"score store {self._path}: WAL mode unavailable ({mode})")
                 writer.execute("PRAGMA synchronous = NORMAL")
                 writer.executescript(_SCHEMA)
+                _add_missing_columns(writer)
                 dropped = (
                     writer.execute(_DROP_PENDING, (time.time(),)).rowcount if sweep_pending else 0
                 )
@@ -421,7 +440,13 @@ class ScoreStore:
                     return records, barriers, False
 
     def _write(self, conn: sqlite3.Connection, items: list[ScoreRecord | CacheEntry]) -> None:
-        rows = []
+        """Commit a batch in one transaction; if that fails, each item in its own.
+
+        Whatever fails (a database error, or anything else the driver raises on
+        a value) is rolled back, so the connection is never left inside a
+        transaction, and it costs only the item that caused it.
+        """
+        rows: list[tuple[object, ...]] = []
         now = time.time()
         entries = [(item.key, item.result, now) for item in items if isinstance(item, CacheEntry)]
         for record in items:
@@ -433,6 +458,29 @@ class ScoreStore:
                 logger.error("score record %s not stored: %s", record.run_id, exc)
         if not rows and not entries:
             return
+        if len(rows) + len(entries) == 1:
+            self._commit(conn, rows, entries, log_failure=True)
+            return
+        if self._commit(conn, rows, entries, log_failure=False):
+            return
+        logger.warning(
+            "a batch of %d score records and %d cache entries failed; storing them one by one",
+            len(rows),
+            len(entries),
+        )
+        for row in rows:
+            self._commit(conn, [row], [], log_failure=True)
+        for entry in entries:
+            self._commit(conn, [], [entry], log_failure=True)
+
+    def _commit(
+        self,
+        conn: sqlite3.Connection,
+        rows: list[tuple[object, ...]],
+        entries: list[tuple[str, str, float]],
+        *,
+        log_failure: bool,
+    ) -> bool:
         try:
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany(_UPSERT, rows)
@@ -441,14 +489,16 @@ class ScoreStore:
                 if self._cache_limit is not None:
                     conn.execute(_CACHE_TRIM, (self._cache_limit,))
             conn.execute("COMMIT")
-        except sqlite3.Error:
-            logger.exception(
-                "could not store %d score records (run_id %s to %s) and %d cache entries",
-                len(rows),
-                rows[0][0] if rows else "-",
-                rows[-1][0] if rows else "-",
-                len(entries),
-            )
+        except Exception:
+            if log_failure:
+                logger.exception(
+                    "could not store %d score records (run_id %s) and %d cache entries",
+                    len(rows),
+                    ", ".join(str(row[0]) for row in rows) or "-",
+                    len(entries),
+                )
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
+            return False
+        return True

@@ -22,7 +22,7 @@ from gateway.decisions import (
     judge_error_envelope,
     refusal_stream,
 )
-from gateway.errors import UpstreamError, envelope, status_of
+from gateway.errors import UpstreamError, envelope, status_of, unreadable_error
 from gateway.scoring import Outcome
 from gateway.sse import SSEDecoder, encode_event
 
@@ -40,14 +40,27 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
 class StreamTap:
-    """Reads the text out of an SSE byte stream as it passes, without altering it."""
+    """Reads the text out of an SSE byte stream as it passes, without altering it.
 
-    def __init__(self, *, parse: bool = True) -> None:
+    `readable` says whether the stream could be read: every event's data was a
+    JSON object (or `[DONE]`) with no `error`, and a stream that sent bytes sent
+    at least one event. `max_chars` bounds the text kept per choice.
+    """
+
+    def __init__(self, *, parse: bool = True, max_chars: int | None = None) -> None:
         self.decoder = SSEDecoder()
-        self.accumulator = ChunkAccumulator()
+        self.accumulator = ChunkAccumulator(max_chars=max_chars)
         self.parse = parse  # False: only time the first chunk (unscored streams)
         self.done = False
         self.first_chunk_at: float | None = None
+        self.events = 0
+        self.unreadable = 0  # events whose data was not a chunk
+
+    @property
+    def readable(self) -> bool:
+        if self.unreadable:
+            return False
+        return self.events > 0 or self.first_chunk_at is None
 
     def feed(self, data: bytes) -> None:
         if self.first_chunk_at is None:
@@ -62,13 +75,19 @@ class StreamTap:
             self.add_data(event.data)
 
     def add_data(self, data: str) -> None:
+        self.events += 1
         if data == "[DONE]":
             self.done = True
             return
-        with contextlib.suppress(ValueError):
+        try:
             chunk = loads(data)
-            if isinstance(chunk, dict):
-                self.accumulator.add(chunk)
+        except ValueError:
+            self.unreadable += 1
+            return
+        if not isinstance(chunk, dict) or "error" in chunk:
+            self.unreadable += 1
+            return
+        self.accumulator.add(chunk)
 
     def texts(self) -> list[str]:
         return [text for text in self.accumulator.texts().values() if text]
@@ -222,6 +241,9 @@ async def enforce_passthrough(
             tap.add_data(event.data)
             yield encode_event(event.data, event=event.event)
     outcome = await judge()
+    if outcome.status == "skipped" and outcome.status_reason == "unreadable":
+        yield upstream_error_frame(unreadable_error())
+        return
     if outcome.status == "error" and policy.on_judge_error == "block":
         yield error_frame(judge_error_envelope(outcome))
         return

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from gateway.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from gateway.sse import encode_event
@@ -49,10 +50,11 @@ class Target:
 
     base_url: str
     api_key: str | None
-    timeout: float
+    timeout: float  # the whole call, to the last byte of a stream
     model: str | None = None  # the upstream's name for the model, when it differs
     litellm: str | None = None
     forward_client_auth: bool = False
+    read_timeout: float | None = None  # the longest wait for one read; None: only `timeout`
 
 
 @dataclass(slots=True)
@@ -110,22 +112,33 @@ class Upstream:
     async def request(
         self,
         method: str,
-        url: str,
+        url: str | URL,
         *,
         body: bytes | None,
         headers: Mapping[str, str],
         timeout: float,
         stream: bool,
+        read_timeout: float | None = None,
     ) -> UpstreamResponse:
-        """Send one HTTP request; for `stream`, the body is left to be iterated."""
-        client_timeout = (
-            aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
-            if stream
-            else aiohttp.ClientTimeout(total=timeout)
+        """Send one HTTP request; for `stream`, the body is left to be iterated.
+
+        `timeout` bounds the whole call, a streamed body included; `read_timeout`
+        also bounds each wait for data. A `URL` is sent exactly as built (no
+        re-normalisation). Redirects are never followed: an upstream's 3xx goes
+        back to the client as it is, so no request is ever sent somewhere the
+        gateway did not route it.
+        """
+        client_timeout = aiohttp.ClientTimeout(
+            total=timeout, sock_connect=timeout, sock_read=read_timeout
         )
         try:
             response = await self.session.request(
-                method, url, data=body, headers=dict(headers), timeout=client_timeout
+                method,
+                url,
+                data=body,
+                headers=dict(headers),
+                timeout=client_timeout,
+                allow_redirects=False,
             )
             if not stream or response.status >= 400:
                 try:
@@ -153,18 +166,26 @@ class Upstream:
             return await _litellm_chat(target, body, stream=stream)
         url = target.base_url.rstrip("/") + "/chat/completions"
         return await self.request(
-            "POST", url, body=body, headers=headers, timeout=target.timeout, stream=stream
+            "POST",
+            url,
+            body=body,
+            headers=headers,
+            timeout=target.timeout,
+            read_timeout=target.read_timeout,
+            stream=stream,
         )
 
 
 async def _iter_chunks(
-    response: aiohttp.ClientResponse, url: str, timeout: float
+    response: aiohttp.ClientResponse, url: str | URL, timeout: float
 ) -> AsyncIterator[bytes]:
     try:
         async for chunk in response.content.iter_any():
             yield chunk
     except TimeoutError as exc:
-        raise UpstreamTimeout(f"upstream {_host(url)} stalled for {timeout:g}s") from exc
+        raise UpstreamTimeout(
+            f"upstream {_host(url)} did not finish within {timeout:g}s or stalled"
+        ) from exc
     except (aiohttp.ClientError, ConnectionError) as exc:
         raise UpstreamProtocolError(f"upstream {_host(url)} broke off the stream") from exc
     finally:
@@ -182,8 +203,8 @@ def _copy_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
     return headers
 
 
-def _host(url: str) -> str:
-    return url.split("://", 1)[-1].split("/", 1)[0]
+def _host(url: str | URL) -> str:
+    return str(url).split("://", 1)[-1].split("/", 1)[0]
 
 
 # -- litellm --------------------------------------------------------------------------

@@ -474,15 +474,25 @@ def read_completion(raw: str) -> JudgeReply:
     try:
         body = json.loads(raw)
         content = body["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
         raise JudgeOutputError("judge response is not a chat completion", raw=raw[:2000]) from exc
     if not isinstance(content, str):
         raise JudgeOutputError("judge response has no text content", raw=raw[:2000])
-    usage = body.get("usage") or {}
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(usage, dict):
+        usage = {}  # usage is optional information: what cannot be read counts as 0
     return JudgeReply(
         text=content,
         usage=Usage(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=_token_count(usage.get("prompt_tokens")),
+            completion_tokens=_token_count(usage.get("completion_tokens")),
         ),
     )
+
+
+def _token_count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+        return 0
+    return int(value)

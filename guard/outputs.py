@@ -7,7 +7,7 @@ from typing import Any
 
 from guard.errors import OutputShapeError
 
-__all__ = ["assistant_text"]
+__all__ = ["assistant_text", "valid_text"]
 
 
 def assistant_text(output: Any) -> str:
@@ -18,6 +18,27 @@ def assistant_text(output: Any) -> str:
     joined. Anything else, or a shape with no assistant text, raises
     `OutputShapeError`.
     """
+    return valid_text(_text_of(output))
+
+
+def valid_text(text: str) -> str:
+    """`text` as valid Unicode: each unpaired surrogate becomes U+FFFD.
+
+    JSON may escape a lone surrogate (`"\\ud800"`), and Python decodes it into a
+    `str` that cannot be encoded as UTF-8: hashing, logging or sending such a
+    text would fail later, far from where it came in.
+
+    >>> valid_text("ok \\ud800") == "ok \\N{REPLACEMENT CHARACTER}"
+    True
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _text_of(output: Any) -> str:
     if isinstance(output, str):
         return output
     if hasattr(output, "model_dump") and not isinstance(output, Mapping):

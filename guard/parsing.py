@@ -61,7 +61,7 @@ def _loads_lenient(blob: str) -> Any:
     for attempt in (blob, _TRAILING_COMMA.sub(r"\1", blob)):
         try:
             return json.loads(attempt)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
     return None
 
