@@ -452,9 +452,8 @@ class _Call:
             if not score:
                 return
             self.job.partial = disconnected or bool(failures) or not tap.done
-            self.job.response_id = tap.accumulator.response_id
             _note(self.request, partial=self.job.partial)
-            texts = tap.texts()
+            texts = self._stream_texts(tap)
             if texts:
                 self.gateway.scoring.submit(self.job, texts)
             else:
@@ -477,8 +476,7 @@ class _Call:
         finally:
             await upstream.aclose()
         self._end_chat(tap=tap)
-        self.job.response_id = tap.accumulator.response_id
-        texts = tap.texts()
+        texts = self._stream_texts(tap)
         if not tap.readable:
             outcome = self.gateway.scoring.skip(self.job, "unreadable")
             headers = {**upstream.headers, **self._finish(outcome)}
@@ -508,8 +506,7 @@ class _Call:
             nonlocal judged
             judged = True
             self._end_chat(tap=tap)
-            self.job.response_id = tap.accumulator.response_id
-            texts = tap.texts()
+            texts = self._stream_texts(tap)
             if not tap.readable:
                 outcome = scoring.skip(self.job, "unreadable")
             elif not texts:
@@ -528,8 +525,7 @@ class _Call:
                 return
             tap.close()
             self.job.partial = True
-            self.job.response_id = tap.accumulator.response_id
-            texts = tap.texts()
+            texts = self._stream_texts(tap)
             if texts:
                 scoring.submit(self.job, texts)
             else:
@@ -545,3 +541,9 @@ class _Call:
 
     def _tap(self) -> StreamTap:
         return StreamTap(max_chars=self.gateway.settings.judge.max_text_chars)
+
+    def _stream_texts(self, tap: StreamTap) -> list[str]:
+        """The texts a tap collected; the job learns the response id and any truncation."""
+        self.job.response_id = tap.accumulator.response_id
+        self.job.truncated = self.job.truncated or tap.accumulator.truncated
+        return tap.texts()

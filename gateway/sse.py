@@ -36,7 +36,8 @@ class SSEDecoder:
     As the spec says, `id` is the stream's last event ID, so it carries over to
     later events that have no `id:` line; `retry` is set only on the event whose
     block held it, and `decoder.retry` keeps the latest value, since a block
-    with no `data:` is never dispatched.
+    with no `data:` is never dispatched. `ignored_lines` counts the lines with
+    a field name the spec does not know, which it ignores.
     """
 
     def __init__(self) -> None:
@@ -48,6 +49,7 @@ class SSEDecoder:
         self._last_event_id: str | None = None
         self._block_retry: int | None = None
         self._retry: int | None = None
+        self.ignored_lines = 0
 
     @property
     def retry(self) -> int | None:
@@ -122,8 +124,13 @@ class SSEDecoder:
             elif name == b"id":
                 if "\0" not in value:
                     self._last_event_id = value
-            elif name == b"retry" and value.isascii() and value.isdigit():
-                self._block_retry = self._retry = int(value)
+            elif name == b"retry":
+                if value.isascii() and value.isdigit():
+                    self._block_retry = self._retry = int(value)
+            else:
+                # The spec ignores unknown fields; counting them tells a caller that
+                # the body was likely not SSE at all (an HTML error page, say).
+                self.ignored_lines += 1
         return events
 
     def _dispatch(self) -> SSEEvent | None:

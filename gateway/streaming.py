@@ -43,8 +43,8 @@ class StreamTap:
     """Reads the text out of an SSE byte stream as it passes, without altering it.
 
     `readable` says whether the stream could be read: every event's data was a
-    JSON object (or `[DONE]`) with no `error`, and a stream that sent bytes sent
-    at least one event. `max_chars` bounds the text kept per choice.
+    JSON object (or `[DONE]`) with no `error`, and every line was an SSE line.
+    `max_chars` bounds the text kept per choice.
     """
 
     def __init__(self, *, parse: bool = True, max_chars: int | None = None) -> None:
@@ -53,14 +53,11 @@ class StreamTap:
         self.parse = parse  # False: only time the first chunk (unscored streams)
         self.done = False
         self.first_chunk_at: float | None = None
-        self.events = 0
         self.unreadable = 0  # events whose data was not a chunk
 
     @property
     def readable(self) -> bool:
-        if self.unreadable:
-            return False
-        return self.events > 0 or self.first_chunk_at is None
+        return not self.unreadable and not self.decoder.ignored_lines
 
     def feed(self, data: bytes) -> None:
         if self.first_chunk_at is None:
@@ -75,7 +72,6 @@ class StreamTap:
             self.add_data(event.data)
 
     def add_data(self, data: str) -> None:
-        self.events += 1
         if data == "[DONE]":
             self.done = True
             return

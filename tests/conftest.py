@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 # Should anything fall back to a default provider, it must not find real keys or hosts.
@@ -20,6 +21,11 @@ for name in ("ANTHROPIC_API_KEY", "BIAS_JUDGE_API_KEY", "BIAS_JUDGE_BASE_URL"):
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402  (after the env is set)
 from tests.support.servers import ServerThread  # noqa: E402
 from tests.support.telemetry import Captured  # noqa: E402
+
+# The property tests: a moderate count in the gate; HYPOTHESIS_PROFILE=long for a soak.
+settings.register_profile("gate", max_examples=60, print_blob=True)
+settings.register_profile("long", max_examples=3000, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

@@ -102,6 +102,23 @@ def test_json_lines_carry_trace_ids(
     assert "trace_id" not in stdlib
 
 
+def test_a_line_orjson_refuses_is_repaired_not_lost(
+    restore_logging: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure_logging(json_logs=True)
+    nested: list[object] = []
+    for _ in range(300):  # deeper than orjson's encoder goes
+        nested = [nested]
+    log = structlog.get_logger("test")
+    log.info("request", model="\ud800", path="/v1/x", extra={"k\udfff": ("v\ud800", 1)})
+    log.info("deep", value=nested)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    request = next(line for line in lines if line["event"] == "request")
+    assert request["model"] == "\N{REPLACEMENT CHARACTER}"
+    assert request["extra"] == {"k\N{REPLACEMENT CHARACTER}": ["v\N{REPLACEMENT CHARACTER}", 1]}
+    assert any(line["event"] == "deep" for line in lines)
+
+
 @pytest.mark.parametrize(
     ("path", "route"),
     [

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from gateway import accumulate
-from gateway.accumulate import ChunkAccumulator, completion_texts
+from gateway.accumulate import ChunkAccumulator, completion_texts, readable_completion
 from gateway.sse import DONE, SSEDecoder
 
 
@@ -534,3 +534,39 @@ def test_completion_texts(choices: list[Any], expected: dict[int, str]) -> None:
 )
 def test_completion_texts_of_something_else_is_empty(completion: Any) -> None:
     assert completion_texts(completion) == {}
+
+
+def test_max_chars_bounds_each_choice_and_says_so() -> None:
+    acc = ChunkAccumulator(max_chars=5)
+    for piece in ("abc", "def", "ghi"):
+        acc.add({"choices": [{"index": 0, "delta": {"content": piece}}]})
+    acc.add({"choices": [{"index": 1, "delta": {"content": "xy"}}]})
+    assert acc.texts() == {0: "abcde", 1: "xy"}
+    assert acc.truncated is True
+
+
+def test_max_chars_not_reached_is_not_truncated() -> None:
+    acc = ChunkAccumulator(max_chars=6)
+    acc.add({"choices": [{"index": 0, "delta": {"content": "abcdef"}}]})
+    assert (acc.text(), acc.truncated) == ("abcdef", False)
+
+
+@pytest.mark.parametrize(
+    ("completion", "readable"),
+    [
+        ({"choices": [{"message": {"content": "hi"}}]}, True),
+        ({"choices": [{"message": {"content": None, "tool_calls": []}}]}, True),
+        ({"choices": [{"message": {"content": [{"type": "text", "text": "a"}]}}]}, True),
+        ({"choices": []}, True),
+        ({"choices": ["hi"]}, False),
+        ({"choices": [{"text": "hi"}]}, False),
+        ({"choices": [{"message": {"content": {"text": "hi"}}}]}, False),
+        ({"choices": [{"message": "hi"}]}, False),
+        ({"choices": {"0": {}}}, False),
+        ({"error": {"message": "x"}}, False),
+        (["hi"], False),
+        (None, False),
+    ],
+)
+def test_readable_completion(completion: Any, readable: bool) -> None:
+    assert readable_completion(completion) is readable

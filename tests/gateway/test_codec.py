@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from gateway.codec import loads
+from gateway.codec import loads, with_field
 
 
 @pytest.mark.parametrize(
@@ -38,3 +38,22 @@ def test_bad_json_raises_value_error_with_the_standard_librarys_message(text: by
         expected = exc
     with pytest.raises(type(expected), match=re.escape(str(expected))):
         loads(text)
+
+
+@pytest.mark.parametrize(
+    "text", [b"[" * 1025 + b"]" * 1025, b"[" * 100_000, b'{"a":' * 5000 + b"1" + b"}" * 5000]
+)
+def test_nesting_too_deep_for_either_parser_is_a_value_error(text: bytes) -> None:
+    with pytest.raises(ValueError, match=r"nested too deeply|recursion|Expecting|Unterminated"):
+        loads(text)
+
+
+def test_with_field_keeps_wide_integers_exact() -> None:
+    out = with_field(b'{"model": "a", "seed": 123456789012345678901234567890}', "model", "b")
+    assert json.loads(out) == {"model": "b", "seed": 123456789012345678901234567890}
+
+
+def test_with_field_refuses_what_it_cannot_re_encode() -> None:
+    deep = b'{"model": "a", "x": ' + b"[" * 1000 + b"]" * 1000 + b"}"
+    with pytest.raises(ValueError, match="nested too deeply"):
+        with_field(deep, "model", "b")

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import yaml
 
-from gateway.metrics import ModelLabels
+from gateway.metrics import Metrics, ModelLabels
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
 from tests.support.subprocess_gateway import start_gateway
@@ -112,6 +112,14 @@ def test_model_labels_are_bounded() -> None:
         "a",
         "none",
     ]
+
+
+def test_a_label_that_cannot_be_encoded_is_repaired() -> None:
+    metrics = Metrics()
+    label = metrics.model("m\ud800")
+    assert label == "m\N{REPLACEMENT CHARACTER}"
+    metrics.requests.labels("/v1/chat/completions", label, "200", "none").inc()
+    assert "m\N{REPLACEMENT CHARACTER}".encode() in metrics.render()
 
 
 def test_unknown_models_fold_into_other(make_gateway: MakeGateway) -> None:

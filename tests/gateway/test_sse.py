@@ -415,3 +415,12 @@ def test_events_are_frozen_values() -> None:
     assert event != SSEEvent("a", "e", "1", 3)
     with pytest.raises(AttributeError):
         event.data = "b"  # type: ignore[misc]
+
+
+def test_unknown_fields_are_ignored_and_counted() -> None:
+    decoder = SSEDecoder()
+    events = decoder.feed(b"<html><body>oops</body></html>\ndata: x\n\n")
+    events += decoder.feed(b"retry: soon\n: comment\nid: 1\nevent: e\ndata: y\n\n")
+    assert [event.data for event in events] == ["x", "y"]
+    assert decoder.ignored_lines == 1
+    assert decoder.retry is None

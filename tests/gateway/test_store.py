@@ -410,3 +410,103 @@ async def test_cache_entries_are_committed_at_close_and_refused_after(
         store.put_cache(CacheEntry("late", "{}"))
     with pytest.raises(ValueError, match="limit"):
         store.keep_cache(0)
+
+
+async def test_a_record_the_database_refuses_loses_only_itself(
+    make_store: MakeStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "scores.db"
+    store = make_store(path)
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        conn.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON scores WHEN NEW.run_id LIKE 'bad%'"
+            " BEGIN SELECT RAISE(ABORT, 'refused by test'); END"
+        )
+    conn.close()
+    good = [f"run-{index}" for index in range(6)]
+    with caplog.at_level(logging.WARNING, logger="gateway.store"):
+        for run_id in good[:3]:
+            store.submit(record(run_id, status="scored"))
+        store.submit(record("bad-1", status="scored"))
+        for run_id in good[3:]:
+            store.submit(record(run_id, status="scored"))
+        await store.flush()
+    assert raw_count(path) == len(good)
+    assert await store.get("bad-1") is None
+    failures = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(failures) == 1
+    assert "bad-1" in failures[0].getMessage()
+
+
+async def test_an_exception_outside_sqlite3_error_is_rolled_back(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_store()
+    failing = _FailingOnce()
+    original = ScoreStore._commit
+
+    def commit(self: ScoreStore, conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> bool:
+        failing.conn = conn
+        return original(self, failing, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ScoreStore, "_commit", commit)
+    store.submit(record("run-a", status="scored"))
+    store.submit(record("run-b", status="scored"))
+    await store.flush()
+    monkeypatch.undo()
+    assert failing.failed
+    # The batch failed inside its transaction; it was rolled back, then each record
+    # went in on its own.
+    assert await store.get("run-a") is not None
+    assert await store.get("run-b") is not None
+
+
+class _FailingOnce:
+    """Wraps a connection; its first `executemany` raises a non-sqlite3 exception."""
+
+    conn: sqlite3.Connection
+    failed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        if not self.failed:
+            self.failed = True
+            raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+        return self.conn.executemany(sql, rows)
+
+
+async def test_surrogates_are_stored_repaired(make_store: MakeStore) -> None:
+    store = make_store()
+    store.submit(record("run-s", status="scored", model="m\ud800", result={"reason": "r\udfff"}))
+    found = await store.get("run-s")
+    assert found is not None
+    assert found.model == "m\N{REPLACEMENT CHARACTER}"
+    assert found.result == {"reason": "r\N{REPLACEMENT CHARACTER}"}
+
+
+async def test_a_file_from_before_the_truncated_column_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE scores (run_id TEXT PRIMARY KEY, status TEXT NOT NULL,"
+            " created_at REAL NOT NULL, model TEXT, key_name TEXT, mode TEXT,"
+            " stream INTEGER NOT NULL DEFAULT 0, partial INTEGER NOT NULL DEFAULT 0,"
+            " score REAL, verdict TEXT, reason TEXT, status_reason TEXT, result TEXT,"
+            " response_id TEXT, request_id TEXT, prompt TEXT, completion TEXT, updated_at REAL)"
+        )
+        conn.execute("INSERT INTO scores (run_id, status, created_at) VALUES ('old', 'scored', 1)")
+    conn.close()
+    store = ScoreStore(path)
+    store.start()
+    try:
+        old = await store.get("old")
+        assert old is not None
+        assert old.truncated is False
+        store.submit(record("new", status="scored", truncated=True))
+        new = await store.get("new")
+        assert new is not None
+        assert new.truncated is True
+    finally:
+        await store.close()

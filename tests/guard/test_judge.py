@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -16,7 +17,7 @@ from guard import (
     resolve_judge,
 )
 from guard.bias.prompts import EXTRACT_SCHEMA
-from guard.judge import _retry_after
+from guard.judge import _retry_after, read_completion
 from tests.support.fake_openai import FakeOpenAI, Fault
 
 MESSAGES = [{"role": "user", "content": 'Return {"opinions": []}'}]
@@ -114,6 +115,31 @@ async def test_usage_is_read_from_the_response(fake_openai: FakeOpenAI) -> None:
     reply = await judge_for(fake_openai).complete(MESSAGES)
     assert reply.usage.prompt_tokens > 0
     assert reply.usage.completion_tokens > 0
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": "abc", "completion_tokens": 2},
+        [1, 2],
+        "many",
+        {"prompt_tokens": -3, "completion_tokens": 2},
+        {"prompt_tokens": None, "completion_tokens": 2.0},
+        {"prompt_tokens": True, "completion_tokens": 2},
+        {"prompt_tokens": float("nan"), "completion_tokens": 2},
+    ],
+)
+def test_usage_that_cannot_be_read_counts_as_zero(usage: object) -> None:
+    body = {"choices": [{"message": {"content": "ok"}}], "usage": usage}
+    reply = read_completion(json.dumps(body))
+    assert reply.text == "ok"
+    assert reply.usage.prompt_tokens == 0
+    assert reply.usage.completion_tokens == (2 if isinstance(usage, dict) else 0)
+
+
+def test_deeply_nested_judge_body_is_an_output_error() -> None:
+    with pytest.raises(JudgeOutputError):
+        read_completion("[" * 5000 + "]" * 5000)
 
 
 async def test_custom_transport_is_used() -> None:

@@ -4,6 +4,7 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 from guard import OutputShapeError, assistant_text
+from guard.outputs import valid_text
 
 COMPLETION: dict[str, Any] = {
     "id": "chatcmpl-1",
@@ -67,3 +68,22 @@ def test_assistant_text_rejects_shapes_without_text(output: Any, message: str) -
 def test_output_shape_error_is_a_value_error() -> None:
     with pytest.raises(ValueError):  # noqa: PT011  (the subclass relation is the point)
         assistant_text(3.5)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("plain", "plain"),
+        ("a \ud800 b", "a \N{REPLACEMENT CHARACTER} b"),
+        ("\udfff\ud800", "\N{REPLACEMENT CHARACTER}\N{REPLACEMENT CHARACTER}"),
+        ("\ud83d\ude00", "\N{GRINNING FACE}"),  # a pair written as two code points is joined
+        ("", ""),
+    ],
+)
+def test_valid_text(text: str, expected: str) -> None:
+    assert valid_text(text) == expected
+    valid_text(text).encode("utf-8")
+
+
+def test_assistant_text_repairs_lone_surrogates() -> None:
+    assert assistant_text({"text": "x\ud800"}) == "x\N{REPLACEMENT CHARACTER}"

@@ -33,6 +33,9 @@ class Fault:
     (judge steps) or "chat" (upstream). `content` replaces the answer's text,
     `body` replaces the whole HTTP body, `status` sets the HTTP status, `delay`
     waits first, and `disconnect_after` cuts a stream after that many chunks.
+    `raw_chunks` answers with exactly these bytes, `raw_delay` seconds apart
+    (a stream or a slow body, whatever the request asked for); `reset_after`
+    then drops the connection after that many of them.
     """
 
     step: str | None = None
@@ -42,6 +45,9 @@ class Fault:
     delay: float = 0.0
     disconnect_after: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    raw_chunks: list[bytes] | None = None
+    raw_delay: float = 0.0
+    reset_after: int | None = None
 
 
 @dataclass
@@ -49,6 +55,7 @@ class Recorded:
     step: str
     body: dict[str, Any]
     headers: dict[str, str]
+    path: str = ""
 
 
 class FakeOpenAI:
@@ -59,6 +66,11 @@ class FakeOpenAI:
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/v1/embeddings", self._embeddings, methods=["POST"]),
                 Route("/v1/responses", self._responses, methods=["POST"]),
+                Route(
+                    "/{path:path}",
+                    self._other,
+                    methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                ),
             ]
         )
         self.base_url = ""
@@ -84,6 +96,7 @@ class FakeOpenAI:
         self.requests: list[Recorded] = []
         self.sent: list[bytes] = []  # the bytes of the last stream, as sent
         self.stream_endings: list[str] = []  # "completed" or "cancelled", per stream
+        self.redirects: dict[str, str] = {}  # path -> Location of a 307 answer
 
     def fail(self, *faults: Fault) -> None:
         self.faults.extend(faults)
@@ -104,7 +117,7 @@ class FakeOpenAI:
         except json.JSONDecodeError:
             return _error(400, "invalid JSON body")
         step = self._step_of(body)
-        self.requests.append(Recorded(step, body, dict(request.headers)))
+        self.requests.append(Recorded(step, body, dict(request.headers), request.url.path))
         fault = self._take_fault(step)
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -122,15 +135,44 @@ class FakeOpenAI:
                 media_type="application/json",
                 headers=fault.headers,
             )
+        if fault and fault.raw_chunks is not None:
+            return self._raw(fault)
         if fault and fault.body is not None:
-            return Response(fault.body, status_code=fault.status or 200)
-        response_format = (body.get("response_format") or {}).get("type")
+            return Response(fault.body, status_code=fault.status or 200, headers=fault.headers)
+        response_format = _field(body, "response_format", "type")
         if response_format in self.refuse_formats:
             return _error(400, f"response_format {response_format} is not supported")
         content = fault.content if fault and fault.content is not None else self._answer(step, body)
         if body.get("stream"):
             return self._stream(body, content, fault)
         return JSONResponse(self._completion(body, content), headers=self.response_headers)
+
+    async def _other(self, request: Request) -> Response:
+        """Any other path: recorded with its raw path, so tests see where requests landed."""
+        raw_path = request.scope.get("raw_path", b"").decode("latin-1") or request.url.path
+        self.requests.append(Recorded("other", {}, dict(request.headers), raw_path))
+        target = self.redirects.get(request.url.path)
+        if request.url.path == "/v1/chat/completions/":
+            # What many servers do with a trailing slash; a client that follows it lands
+            # on the scored path without the gateway having scored it.
+            target = "/v1/chat/completions"
+        if target is not None:
+            return Response(status_code=307, headers={"location": target})
+        return JSONResponse({"path": raw_path})
+
+    def _raw(self, fault: Fault) -> Response:
+        chunks = list(fault.raw_chunks or [])
+
+        async def body() -> Any:
+            for index, chunk in enumerate(chunks):
+                if fault.reset_after is not None and index >= fault.reset_after:
+                    raise ConnectionResetError("scripted reset")
+                if index and fault.raw_delay:
+                    await asyncio.sleep(fault.raw_delay)
+                yield chunk
+
+        media_type = fault.headers.get("content-type", "text/event-stream")
+        return StreamingResponse(body(), status_code=fault.status or 200, media_type=media_type)
 
     async def _models(self, request: Request) -> Response:
         return JSONResponse(
@@ -163,12 +205,16 @@ class FakeOpenAI:
     def _step_of(self, body: dict[str, Any]) -> str:
         if body.get("model") != self.judge_model and not _asks_as_judge(body):
             return "chat"
-        schema_name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+        schema_name = _field(body, "response_format", "json_schema", "name")
         if schema_name == "opinions":
             return "preprocess"
         if schema_name == "verdicts":
             return "analyze"
-        text = "\n".join(str(message.get("content")) for message in body.get("messages", []))
+        text = "\n".join(
+            message["content"]
+            for message in body.get("messages", [])
+            if isinstance(message, dict) and isinstance(message.get("content"), str)
+        )
         if '{"results"' in text:
             return "analyze"
         if '{"opinions"' in text:
@@ -199,7 +245,11 @@ class FakeOpenAI:
         return self.reply
 
     def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
-        prompt_chars = sum(len(str(m.get("content"))) for m in body.get("messages", []))
+        messages = body.get("messages")
+        prompt_chars = sum(
+            len(m["content"]) if isinstance(m, dict) and isinstance(m.get("content"), str) else 8
+            for m in (messages if isinstance(messages, list) else [])
+        )
         n = int(body.get("n") or 1)
         is_chat = body.get("model") != self.judge_model and not _asks_as_judge(body)
         texts = self.replies if self.replies and is_chat else [content] * n
@@ -266,6 +316,15 @@ class FakeOpenAI:
                 self.stream_endings.append(ending)
 
         return StreamingResponse(frames(), media_type="text/event-stream")
+
+
+def _field(value: Any, *path: str) -> Any:
+    """`value[a][b]...`, or None where a level is missing or not an object (client input)."""
+    for name in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(name)
+    return value
 
 
 def _asks_as_judge(body: dict[str, Any]) -> bool:
