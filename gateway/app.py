@@ -41,6 +41,7 @@ from gateway.store import CacheEntry, ScoreStore
 from gateway.telemetry import Telemetry
 from gateway.upstream import Upstream
 from guard import BiasScorer, Judge, LiteLLMJudge
+from guard.limits import JudgeLimiter
 
 __all__ = ["app_from_environment", "build_judge", "create_app"]
 
@@ -50,25 +51,38 @@ CONFIG_ENV = "BIAS_GATEWAY_CONFIG"
 CLIENT_CLOSED_REQUEST = 499
 
 
-def build_judge(settings: Settings, upstream: Upstream) -> Judge:
+def build_judge(settings: Settings, upstream: Upstream, metrics: Metrics | None = None) -> Judge:
     """The judge from settings: litellm for `provider/model` without a base_url, else direct
-    over the gateway's own aiohttp pool."""
+    over the gateway's own aiohttp pool. Its calls share one limiter (`guard.limits`)."""
     judge = settings.judge
+    limiter = JudgeLimiter(
+        max_concurrency=judge.max_concurrency,
+        requests_per_minute=judge.max_requests_per_minute,
+        tokens_per_minute=judge.max_tokens_per_minute,
+        on_rate_limited=(lambda _: metrics.judge_rate_limited.inc()) if metrics else None,
+        on_wait=metrics.judge_wait_seconds.inc if metrics else None,
+    )
+    built: LiteLLMJudge | AiohttpJudge
     if "/" in judge.model and judge.base_url is None:
-        return LiteLLMJudge(
+        built = LiteLLMJudge(
             judge.model,
             api_key=_secret(judge.api_key),
             timeout=judge.timeout,
             max_retries=judge.max_retries,
+            limiter=limiter,
         )
-    return AiohttpJudge(
-        upstream,
-        base_url=settings.judge_base_url(),
-        model=judge.model,
-        api_key=_secret(settings.judge_api_key()),
-        timeout=judge.timeout,
-        max_retries=judge.max_retries,
-    )
+    else:
+        built = AiohttpJudge(
+            upstream,
+            base_url=settings.judge_base_url(),
+            model=judge.model,
+            api_key=_secret(settings.judge_api_key()),
+            timeout=judge.timeout,
+            max_retries=judge.max_retries,
+            limiter=limiter,
+        )
+    built.rate_limit_wait = judge.rate_limit_wait
+    return built
 
 
 def _secret(value: SecretStr | None) -> str | None:
@@ -98,7 +112,7 @@ def create_app(
         store.start(sweep_pending=os.environ.get("BIAS_GATEWAY_SWEPT") != "1")
         client = upstream or Upstream()
         await client.start()
-        bias_judge = judge or build_judge(settings, client)
+        bias_judge = judge or build_judge(settings, client, metrics)
         scorer = BiasScorer(
             bias_judge,
             scale=settings.judge.scale,
@@ -112,11 +126,12 @@ def create_app(
             telemetry=tracing,
             metrics=metrics,
             queue_size=settings.queue.size,
-            workers=settings.queue.workers,
+            concurrency=settings.judge.max_concurrency,
             capture_content=settings.store.capture_content,
             cache=_score_cache(settings, store),
             full_wait=settings.queue.full_wait,
             max_text_chars=settings.judge.max_text_chars,
+            enforce_deadline=settings.judge.enforce_deadline,
         )
         scoring.start()
         state = Gateway(

@@ -147,9 +147,20 @@ class JudgeSettings(_Model):
     model: Name = "gpt-4o-mini"
     base_url: OptionalUrl = None
     api_key: OptionalSecret = None
-    timeout: PositiveFloat = 30.0
-    max_retries: Annotated[int, Field(ge=0)] = 1
+    timeout: PositiveFloat = 30.0  # seconds per judge call
+    max_retries: Annotated[int, Field(ge=0)] = 1  # for 5xx and refused connections
     scale: PositiveFloat = 1.0
+    # Judge calls in flight at once, monitor and enforce together. Scoring keeps pace
+    # with about max_concurrency / (round trips per score x seconds per call) req/s.
+    max_concurrency: Annotated[int, Field(ge=1)] = 512
+    # Optional budgets, enforced before calls are sent (a 429 pauses the client anyway).
+    max_requests_per_minute: OptionalPositiveFloat = None
+    max_tokens_per_minute: OptionalPositiveFloat = None
+    # Seconds a monitored scoring may spend rate-limited (429s) before it ends `error`.
+    rate_limit_wait: PositiveFloat = 600.0
+    # Seconds an enforced response waits for its score, rate-limit waits included;
+    # then it follows the policy's on_judge_error.
+    enforce_deadline: PositiveFloat = 30.0
     include_reason: bool = True
     judge_whole_text_when_no_opinions: bool = True
     # Identical response texts are judged once: an LRU of this many results (0 = off).
@@ -199,12 +210,23 @@ class StoreSettings(_Model):
 
 
 class QueueSettings(_Model):
+    """Monitor mode's backlog: responses waiting for a free judge slot."""
+
     size: Annotated[int, Field(ge=1)] = 1000
-    workers: Annotated[int, Field(ge=1)] = 4
     drain_deadline: Annotated[float, Field(ge=0)] = 10.0
     # Seconds a monitored request waits for a place in a full queue before its
     # response is skipped as overloaded; 0 skips at once. See gateway.scoring.
     full_wait: Annotated[float, Field(ge=0)] = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_workers(cls, data: object) -> object:
+        if isinstance(data, dict) and "workers" in data:
+            raise ValueError(
+                "`workers` was replaced by judge.max_concurrency (default 512): scoring"
+                " is bound by judge calls in flight, not by workers"
+            )
+        return data
 
 
 class ServerSettings(_Model):

@@ -15,6 +15,7 @@ from gateway.errors import BadRequest, NotFound, UpstreamError
 from gateway.metrics import CONTENT_TYPE_LATEST
 from gateway.state import Gateway
 from gateway.streaming import SSEResponse
+from guard.limits import JudgeLimiter
 
 __all__ = [
     "forwarded_url",
@@ -84,6 +85,10 @@ async def metrics_endpoint(request: Request) -> Response:
     gateway = _gateway(request)
     gateway.auth.check(request.headers)
     gateway.metrics.queue_depth.set(gateway.scoring.queue_depth)
+    gateway.metrics.scorings_in_flight.set(gateway.scoring.in_flight)
+    limiter = getattr(gateway.scoring.scorer.judge, "limiter", None)
+    if isinstance(limiter, JudgeLimiter):
+        gateway.metrics.judge_in_flight.set(limiter.stats.in_flight)
     return Response(gateway.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 

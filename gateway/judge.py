@@ -27,6 +27,7 @@ from guard.judge import (
     openai_request,
     read_completion,
 )
+from guard.limits import JudgeLimiter, rate_limit_delay
 
 __all__ = ["AiohttpJudge"]
 
@@ -41,6 +42,7 @@ class AiohttpJudge(BaseJudge):
         api_key: str | None,
         timeout: float,
         max_retries: int,
+        limiter: JudgeLimiter | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -49,6 +51,7 @@ class AiohttpJudge(BaseJudge):
             structured=StructuredMode.JSON_SCHEMA,
             temperature=0.0,
             backoff=0.5,
+            limiter=limiter,
         )
         self._upstream = upstream
         self.base_url = base_url.rstrip("/")
@@ -73,7 +76,7 @@ class AiohttpJudge(BaseJudge):
             ) as response:
                 text = await response.text()
                 status = response.status
-                retry_after = response.headers.get("retry-after")
+                retry_after = rate_limit_delay(response.headers)
         except TimeoutError as exc:
             raise JudgeTimeout(f"judge call to {url} timed out after {self.timeout}s") from exc
         except aiohttp.ClientError as exc:

@@ -123,6 +123,28 @@ class Metrics:
             ["error_type"],
             registry=registry,
         )
+        self.judge_rate_limited = Counter(
+            "bias_judge_rate_limited",
+            "429 answers from the judge; each pauses every judge call of the process.",
+            registry=registry,
+        )
+        self.judge_wait_seconds = Counter(
+            "bias_judge_limiter_wait_seconds",
+            "Time judge calls waited for a slot, a budget or a 429 pause.",
+            registry=registry,
+        )
+        self.judge_in_flight = Gauge(
+            "bias_judge_calls_in_flight",
+            "Judge calls under way.",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.scorings_in_flight = Gauge(
+            "bias_scorings_in_flight",
+            "Monitor-mode scorings under way.",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
         self.cache_lookups = Counter(
             "bias_cache_lookups_total",
             "Content-hash score cache lookups, by result (hit or miss).",

@@ -1,4 +1,11 @@
-"""Scoring: in the request (enforce) or on a bounded queue with workers (monitor).
+"""Scoring: in the request (enforce) or on a bounded queue (monitor).
+
+A real judge takes about a second a call, so what bounds scoring is judge calls
+in flight, not CPU: monitor jobs wait in the queue for one of
+`judge.max_concurrency` slots, and each runs as its own task. One process
+keeps hundreds of scorings in flight this way; the judge client's limiter
+(`guard.limits`) bounds the calls of enforce and monitor together and waits
+out 429s for all of them.
 
 Every scored request ends in exactly one final status in the store: `scored`,
 `error`, `skipped` or `dropped`. A monitor job is stored as `pending` when it
@@ -35,7 +42,7 @@ from gateway.metrics import Metrics
 from gateway.policy import Verdict, verdict_for
 from gateway.store import ScoreRecord, ScoreStore
 from gateway.telemetry import Telemetry
-from guard import BiasResult, BiasScorer, JudgeError
+from guard import BiasResult, BiasScorer, JudgeError, limits
 from guard.outputs import valid_text
 from guard.result import JudgeUsage
 
@@ -95,13 +102,15 @@ class Scoring:
         telemetry: Telemetry,
         metrics: Metrics,
         queue_size: int,
-        workers: int,
+        concurrency: int,
         capture_content: bool,
         cache: ScoreCache | None = None,
         full_wait: float = 0.0,
         max_text_chars: int | None = None,
+        enforce_deadline: float | None = None,
     ) -> None:
         self.scorer = scorer
+        self.enforce_deadline = enforce_deadline
         self.max_text_chars = max_text_chars
         self.store = store
         self.telemetry = telemetry
@@ -112,8 +121,10 @@ class Scoring:
         # Reserved places; a job returns its place when a worker takes it off the queue.
         self._room = asyncio.Semaphore(queue_size)
         self.full_wait = full_wait
-        self._worker_count = workers
-        self._workers: list[asyncio.Task[None]] = []
+        self.concurrency = concurrency
+        self._slots = asyncio.Semaphore(concurrency)  # monitor scorings in flight
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._jobs: set[asyncio.Task[None]] = set()
         self._background: dict[asyncio.Task[Outcome], ScoreRequest] = {}
         self._overload_log = _Throttle(seconds=1.0)
         self.skipped_overloaded = 0
@@ -123,11 +134,13 @@ class Scoring:
     def queue_depth(self) -> int:
         return self._queue.qsize()
 
+    @property
+    def in_flight(self) -> int:
+        """Monitor scorings running now."""
+        return len(self._jobs)
+
     def start(self) -> None:
-        self._workers = [
-            asyncio.create_task(self._work(), name=f"bias-scorer-{index}")
-            for index in range(self._worker_count)
-        ]
+        self._dispatcher = asyncio.create_task(self._dispatch(), name="bias-scoring-dispatcher")
 
     # -- the two paths -------------------------------------------------------------
 
@@ -140,7 +153,16 @@ class Scoring:
         return [valid_text(text) for text in texts]
 
     async def score(self, request: ScoreRequest, texts: list[str]) -> Outcome:
-        """Score now (enforce mode). Never raises for judge failures: see `Outcome.status`."""
+        """Score now, on the request path (enforce mode), within `enforce_deadline`.
+
+        Never raises for judge failures: see `Outcome.status`. A judge that
+        cannot answer by the deadline (rate-limited, or every slot taken) gives
+        `error` with `JudgeTimeout`, which the policy's `on_judge_error` decides.
+        """
+        with limits.deadline(self.enforce_deadline):
+            return await self._score(request, texts)
+
+    async def _score(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         texts = self._judged_texts(request, texts)
         monitor = request.mode == "monitor" and request.chat_span is not None
         with self.telemetry.tracer.start_as_current_span(
@@ -317,23 +339,37 @@ class Scoring:
     def _forget(self, task: asyncio.Task[Outcome]) -> None:
         self._background.pop(task, None)
 
-    # -- workers and shutdown ------------------------------------------------------
+    # -- the monitor queue and shutdown ----------------------------------------------
 
-    async def _work(self) -> None:
+    async def _dispatch(self) -> None:
+        """Take queued jobs as judge slots free up; each runs as its own task."""
         while True:
-            request, texts = await self._queue.get()
+            # A slot first, then a job: what waits for a slot waits in the queue, where
+            # it counts towards the queue's bound and depth.
+            await self._slots.acquire()
+            try:
+                request, texts = await self._queue.get()
+            except asyncio.CancelledError:
+                self._slots.release()
+                raise
             self.release(request)
             self.metrics.queue_depth.set(self._queue.qsize())
-            try:
-                await self.score(request, texts)
-            except asyncio.CancelledError:
-                self._drop(request, "shutdown")
-                raise
-            except Exception:  # a scorer bug must not kill the worker
-                log.exception("scoring failed unexpectedly", run_id=request.run_id)
-                self._store(request, Outcome(request.run_id, "error", status_reason="internal"), [])
-            finally:
-                self._queue.task_done()
+            task = asyncio.create_task(self._run_job(request, texts))
+            self._jobs.add(task)
+            task.add_done_callback(self._jobs.discard)
+
+    async def _run_job(self, request: ScoreRequest, texts: list[str]) -> None:
+        try:
+            await self._score(request, texts)
+        except asyncio.CancelledError:
+            self._drop(request, "shutdown")
+            raise
+        except Exception:  # a scorer bug must not stop the others
+            log.exception("scoring failed unexpectedly", run_id=request.run_id)
+            self._store(request, Outcome(request.run_id, "error", status_reason="internal"), [])
+        finally:
+            self._slots.release()
+            self._queue.task_done()
 
     async def drain(self, deadline: float) -> None:
         """Finish queued jobs for up to `deadline` seconds; record the rest as dropped."""
@@ -347,10 +383,11 @@ class Scoring:
             if not task.done():  # a done task stored its own outcome
                 task.cancel()
                 self._drop(request, "shutdown")
-        for worker in self._workers:
-            worker.cancel()
-        await asyncio.gather(*self._workers, return_exceptions=True)
-        self._workers = []
+        running = [*self._jobs, *([self._dispatcher] if self._dispatcher else [])]
+        for job in running:
+            job.cancel()  # a running job records itself dropped
+        await asyncio.gather(*running, return_exceptions=True)
+        self._dispatcher = None
         while not self._queue.empty():
             request, _ = self._queue.get_nowait()
             self._queue.task_done()

@@ -26,6 +26,7 @@ from guard.judge import (
     Usage,
     resolve_judge,
 )
+from guard.limits import JudgeLimiter
 from guard.outputs import assistant_text
 from guard.result import AnalyzeStepResult, BiasResult, PreprocessStepResult, Verdict
 
@@ -38,6 +39,7 @@ __all__ = [
     "ItemResult",
     "Judge",
     "JudgeError",
+    "JudgeLimiter",
     "JudgeOutputError",
     "JudgeReply",
     "JudgeTimeout",

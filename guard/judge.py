@@ -30,6 +30,7 @@ import httpx
 from opentelemetry import propagate, trace
 
 from guard.errors import JudgeOutputError, JudgeTimeout, JudgeUnavailable
+from guard.limits import JudgeLimiter, estimate_tokens, rate_limit_delay
 
 __all__ = [
     "BaseJudge",
@@ -118,13 +119,19 @@ class RetryableFailure(Exception):
 
 
 class BaseJudge:
-    """Structured-output fallback, retries with backoff, and the client span.
+    """Structured-output fallback, retries with backoff, rate limits, and the client span.
 
     Subclasses implement `send_once` for their transport: send one
     chat-completion request and return its `JudgeReply`, raising
     `FormatRejected`, `RetryableFailure`, `JudgeTimeout` or `JudgeUnavailable`.
     `openai_request`, `check_status` and `read_completion` do the
     OpenAI-compatible parts.
+
+    Every call goes through `limiter` (see `guard.limits`). A 429 pauses the
+    whole client and is retried, not counted against `max_retries`: the call
+    waits until its deadline (`guard.limits.deadline`) or, without one, for up
+    to `rate_limit_wait` seconds of 429s, then gives up. Other retryable
+    failures (5xx, refused connections) are retried `max_retries` times.
     """
 
     provider = "openai"
@@ -138,11 +145,15 @@ class BaseJudge:
         structured: StructuredMode,
         temperature: float | None,
         backoff: float,
+        limiter: JudgeLimiter | None = None,
+        rate_limit_wait: float = 300.0,
     ) -> None:
         if timeout <= 0:
             raise ValueError("timeout must be > 0")
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
+        self.limiter = limiter or JudgeLimiter(backoff=backoff)
+        self.rate_limit_wait = rate_limit_wait
         self._model = model
         self.timeout = timeout
         self.max_retries = max_retries
@@ -182,10 +193,28 @@ class BaseJudge:
     async def _send_with_retries(
         self, messages: Sequence[Message], response_format: dict[str, Any] | None
     ) -> JudgeReply:
-        for attempt in range(self.max_retries + 1):
+        limiter = self.limiter
+        estimated = estimate_tokens([message["content"] for message in messages])
+        attempt = 0
+        rate_limited_since: float | None = None
+        while True:
             try:
-                return await self.send_once(messages, response_format)
+                async with limiter.call(estimated) as call:
+                    reply = await self.send_once(messages, response_format)
+                    used = reply.usage.prompt_tokens + reply.usage.completion_tokens
+                    if used:
+                        call.settle(used)
             except RetryableFailure as exc:
+                if exc.status_code == 429:
+                    now = time.monotonic()
+                    rate_limited_since = rate_limited_since or now
+                    pause = limiter.rate_limited(exc.retry_after)
+                    if now + pause - rate_limited_since > self.rate_limit_wait:
+                        raise JudgeUnavailable(
+                            f"{exc}: still rate-limited after {now - rate_limited_since:.0f}s",
+                            status_code=429,
+                        ) from exc
+                    continue  # the limiter holds every call until the pause is over
                 if attempt == self.max_retries:
                     raise JudgeUnavailable(
                         f"{exc} (gave up after {attempt + 1} attempts)",
@@ -194,8 +223,11 @@ class BaseJudge:
                 delay = self.backoff * (2**attempt)
                 if exc.retry_after is not None:
                     delay = max(delay, exc.retry_after)
-                await asyncio.sleep(min(delay, 10.0))
-        raise AssertionError("unreachable")  # pragma: no cover
+                attempt += 1
+                await limiter.sleep(min(delay, 10.0))
+                continue
+            limiter.succeeded()
+            return reply
 
     async def send_once(
         self, messages: Sequence[Message], response_format: dict[str, Any] | None
@@ -224,6 +256,7 @@ class OpenAIJudge(BaseJudge):
         temperature: float | None = 0.0,
         backoff: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
+        limiter: JudgeLimiter | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -232,6 +265,7 @@ class OpenAIJudge(BaseJudge):
             structured=structured,
             temperature=temperature,
             backoff=backoff,
+            limiter=limiter,
         )
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
@@ -271,10 +305,7 @@ class OpenAIJudge(BaseJudge):
         except httpx.TransportError as exc:
             raise RetryableFailure(f"judge at {url} unreachable: {exc!r}", None, None) from exc
         check_status(
-            response.status_code,
-            response.text,
-            response_format,
-            response.headers.get("retry-after"),
+            response.status_code, response.text, response_format, rate_limit_delay(response.headers)
         )
         return read_completion(response.text)
 
@@ -293,6 +324,7 @@ class LiteLLMJudge(BaseJudge):
         structured: StructuredMode = StructuredMode.JSON_SCHEMA,
         temperature: float | None = 0.0,
         backoff: float = 0.5,
+        limiter: JudgeLimiter | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -301,6 +333,7 @@ class LiteLLMJudge(BaseJudge):
             structured=structured,
             temperature=temperature,
             backoff=backoff,
+            limiter=limiter,
         )
         self.provider = model.split("/", 1)[0]
         self._api_key = api_key
@@ -411,11 +444,19 @@ def openai_request(
 
 
 def check_status(
-    status: int, text: str, response_format: dict[str, Any] | None, retry_after: str | None
+    status: int,
+    text: str,
+    response_format: dict[str, Any] | None,
+    retry_after: str | float | None,
 ) -> None:
-    """Raise the judge error an HTTP status means; return for a 2xx/3xx."""
+    """Raise the judge error an HTTP status means; return for a 2xx/3xx.
+
+    `retry_after` is the `Retry-After` header, or seconds already read from the
+    rate-limit headers (`guard.limits.rate_limit_delay`).
+    """
     if status in _RETRYABLE_STATUS:
-        raise RetryableFailure(f"judge answered HTTP {status}", status, _retry_after(retry_after))
+        delay = _retry_after(retry_after) if isinstance(retry_after, str) else retry_after
+        raise RetryableFailure(f"judge answered HTTP {status}", status, delay)
     if status in (400, 422) and response_format is not None:
         raise FormatRejected(f"judge refused response_format: {text[:200]}")
     if status >= 400:

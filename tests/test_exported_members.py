@@ -13,6 +13,7 @@ def test_guard_exports() -> None:
         "ItemResult",
         "Judge",
         "JudgeError",
+        "JudgeLimiter",
         "JudgeOutputError",
         "JudgeReply",
         "JudgeTimeout",

@@ -66,7 +66,7 @@ def settings_for(fake: FakeOpenAI, tmp_path: Path, **overrides: Any) -> Settings
         "upstream": {"base_url": fake.base_url, "api_key": "sk-upstream-secret", "timeout": 10},
         "judge": {"model": JUDGE_MODEL, "timeout": 5, "max_retries": 0},
         "store": {"path": str(tmp_path / "scores.db")},
-        "queue": {"size": 100, "workers": 2, "drain_deadline": 5},
+        "queue": {"size": 100, "drain_deadline": 5},
     }
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(data.get(key), dict):

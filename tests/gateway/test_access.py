@@ -63,7 +63,7 @@ def test_overload_warnings_are_rate_limited(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
     fake_openai.judge_delay = 0.5
-    gateway = make_gateway(queue={"size": 1, "workers": 1})
+    gateway = make_gateway(queue={"size": 1}, judge={"max_concurrency": 1})
     with capture_logs() as logs, gateway.http() as http:
         statuses = [
             http.post("/v1/chat/completions", json=REQUEST).headers["x-bias-status"]

@@ -360,9 +360,14 @@ def test_multi_example_names_a_missing_variable() -> None:
             "keys: name 'key-1' is used twice",
         ),
         (
-            "server:\n  port: 0\nqueue:\n  workers: 0\n",
-            "queue.workers: Input should be greater than or equal to 1;"
+            "server:\n  port: 0\nqueue:\n  size: 0\n",
+            "queue.size: Input should be greater than or equal to 1;"
             " server.port: Input should be greater than or equal to 1",
+        ),
+        (
+            "queue:\n  workers: 4\n",
+            "queue: `workers` was replaced by judge.max_concurrency (default 512): scoring"
+            " is bound by judge calls in flight, not by workers",
         ),
         (
             "upstream:\n  api_key: ${OPENAI_API_KEY}\n",

@@ -31,7 +31,7 @@ def write_config(path: Path, fake: FakeOpenAI, store: Path, **overrides: Any) ->
         "upstream": {"base_url": fake.base_url, "api_key": "sk-upstream-secret"},
         "judge": {"model": JUDGE_MODEL, "max_retries": 0, "timeout": 10, "cache_size": 0},
         "store": {"path": str(store)},
-        "queue": {"size": 100, "workers": 1, "drain_deadline": 1},
+        "queue": {"size": 100, "drain_deadline": 1},
         **overrides,
     }
     path.write_text(yaml.safe_dump(config))
@@ -48,7 +48,7 @@ def test_full_queue_records_skipped_overloaded(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
     fake_openai.judge_delay = 0.2
-    gateway = make_gateway(queue={"size": 1, "workers": 1})
+    gateway = make_gateway(queue={"size": 1}, judge={"max_concurrency": 1})
 
     with gateway.http() as http:
         responses = [http.post("/v1/chat/completions", json=REQUEST) for _ in range(6)]
@@ -70,7 +70,7 @@ async def test_full_wait_slows_responses_down_instead_of_skipping_them(
 ) -> None:
     fake_openai.judge_delay = 0.05  # about 0.15 s per scored response
     gateway = make_gateway(
-        queue={"size": 1, "workers": 1, "full_wait": 10}, judge={"cache_size": 0}
+        queue={"size": 1, "full_wait": 10}, judge={"cache_size": 0, "max_concurrency": 1}
     )
     client = gateway.async_client()
     messages: Any = REQUEST["messages"]
@@ -100,7 +100,7 @@ def test_full_wait_gives_up_and_skips_then_frees_every_place(
 ) -> None:
     fake_openai.judge_delay = 0.2
     gateway = make_gateway(
-        queue={"size": 1, "workers": 1, "full_wait": 0.05}, judge={"cache_size": 0}
+        queue={"size": 1, "full_wait": 0.05}, judge={"cache_size": 0, "max_concurrency": 1}
     )
     with gateway.http() as http:
         responses = [http.post("/v1/chat/completions", json=REQUEST) for _ in range(4)]
@@ -125,7 +125,8 @@ def test_an_unreachable_upstream_gives_back_its_place(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
     gateway = make_gateway(
-        queue={"size": 1, "workers": 1, "full_wait": 0.05},
+        queue={"size": 1, "full_wait": 0.05},
+        judge={"max_concurrency": 1},
         models={"gone": {"base_url": "http://127.0.0.1:9/v1"}},
     )
     with gateway.http() as http:
@@ -141,7 +142,8 @@ def test_sigterm_drains_then_records_the_rest_as_dropped(
 ) -> None:
     fake_openai.judge_delay = 0.25  # about 0.75 s per scored response
     store = tmp_path / "scores.db"
-    config = write_config(tmp_path / "gateway.yaml", fake_openai, store)
+    judge = {"model": JUDGE_MODEL, "max_retries": 0, "cache_size": 0, "max_concurrency": 1}
+    config = write_config(tmp_path / "gateway.yaml", fake_openai, store, judge=judge)
     process, url = start_gateway(config)
     try:
         run_ids = [

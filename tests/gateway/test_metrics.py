@@ -84,7 +84,7 @@ def test_judge_errors_and_stream_ttft(fake_openai: FakeOpenAI, make_gateway: Mak
 
 def test_overload_is_counted(fake_openai: FakeOpenAI, make_gateway: MakeGateway) -> None:
     fake_openai.judge_delay = 0.3
-    gateway = make_gateway(queue={"size": 1, "workers": 1})
+    gateway = make_gateway(queue={"size": 1}, judge={"max_concurrency": 1})
     with gateway.http() as http:
         statuses = [
             http.post("/v1/chat/completions", json=REQUEST).headers["x-bias-status"]

@@ -82,6 +82,9 @@ class FakeOpenAI:
         self.verdicts: list[tuple[str, str]] = [("yes", "Geographical stereotype.")]
         self.reason = "The score is 1 because the text stereotypes northerners."
         self.reply = "Hello! How can I help?"
+        # Each chat reply distinct ("<reply> #<n>"), so the score cache cannot hide the judge.
+        self.unique_replies = False
+        self._served = 0
         self.replies: list[str] | None = None  # one text per choice, for n > 1
         self.tool_calls_only = False
         self.response_headers: dict[str, str] = {}
@@ -97,6 +100,12 @@ class FakeOpenAI:
         self.sent: list[bytes] = []  # the bytes of the last stream, as sent
         self.stream_endings: list[str] = []  # "completed" or "cancelled", per stream
         self.redirects: dict[str, str] = {}  # path -> Location of a 307 answer
+        # Judge calls answered 429 above this many a second (a sliding one-second window).
+        self.judge_max_rps: float | None = None
+        self.judge_calls_at: deque[float] = deque()
+        self.judge_in_flight = 0
+        self.judge_peak_in_flight = 0
+        self.rate_limited = 0  # 429s sent for judge_max_rps
 
     def fail(self, *faults: Fault) -> None:
         self.faults.extend(faults)
@@ -118,6 +127,40 @@ class FakeOpenAI:
             return _error(400, "invalid JSON body")
         step = self._step_of(body)
         self.requests.append(Recorded(step, body, dict(request.headers), request.url.path))
+        if step != "chat":
+            limited = self._over_rate_limit()
+            if limited is not None:
+                return limited
+            self.judge_in_flight += 1
+            self.judge_peak_in_flight = max(self.judge_peak_in_flight, self.judge_in_flight)
+            try:
+                return await self._answer_chat(step, body)
+            finally:
+                self.judge_in_flight -= 1
+        return await self._answer_chat(step, body)
+
+    def _over_rate_limit(self) -> Response | None:
+        if self.judge_max_rps is None:
+            return None
+        now = time.monotonic()
+        window = self.judge_calls_at
+        while window and window[0] <= now - 1.0:
+            window.popleft()
+        if len(window) < self.judge_max_rps:
+            window.append(now)
+            return None
+        self.rate_limited += 1
+        wait = max(0.001, window[0] + 1.0 - now)
+        return JSONResponse(
+            {"error": {"message": "Rate limit reached", "type": "requests", "code": None}},
+            status_code=429,
+            headers={
+                "retry-after": str(max(1, round(wait))),
+                "x-ratelimit-reset-requests": f"{round(wait * 1000)}ms",
+            },
+        )
+
+    async def _answer_chat(self, step: str, body: dict[str, Any]) -> Response:
         fault = self._take_fault(step)
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -242,6 +285,9 @@ class FakeOpenAI:
             )
         if step == "reason":
             return self.reason
+        if self.unique_replies:
+            self._served += 1
+            return f"{self.reply} #{self._served}"
         return self.reply
 
     def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:

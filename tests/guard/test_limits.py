@@ -1,0 +1,129 @@
+"""The judge limiter: slots, budgets, 429 pauses and deadlines."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from guard import JudgeTimeout
+from guard.limits import JudgeLimiter, deadline, estimate_tokens, rate_limit_delay, remaining
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "3"}, 3.0),
+        ({"Retry-After": "0.5"}, 0.5),
+        ({"x-ratelimit-reset-requests": "250ms"}, 0.25),
+        ({"x-ratelimit-reset-tokens": "6m0s"}, 360.0),
+        ({"x-ratelimit-reset-requests": "1m30.5s", "retry-after": "2"}, 90.5),
+        ({"x-ratelimit-reset-requests": "soon"}, None),
+        ({"retry-after": "later"}, None),
+        ({}, None),
+    ],
+)
+def test_rate_limit_delay(headers: dict[str, str], seconds: float | None) -> None:
+    assert rate_limit_delay(headers) == seconds
+
+
+async def test_slots_bound_calls_in_flight() -> None:
+    limiter = JudgeLimiter(max_concurrency=3)
+    peak = 0
+
+    async def one() -> None:
+        nonlocal peak
+        async with limiter.call():
+            peak = max(peak, limiter.stats.in_flight)
+            await asyncio.sleep(0.01)
+
+    await asyncio.gather(*(one() for _ in range(12)))
+    assert peak == 3
+    assert limiter.stats.in_flight == 0
+
+
+async def test_a_429_pauses_every_call_of_the_client() -> None:
+    limiter = JudgeLimiter()
+    assert limiter.rate_limited(0.3) == 0.3
+    started = time.monotonic()
+    async with limiter.call():
+        waited = time.monotonic() - started
+    assert waited >= 0.25
+    assert limiter.stats.rate_limited == 1
+
+
+def test_backoff_without_a_delay_grows_with_each_429_in_a_row() -> None:
+    limiter = JudgeLimiter(backoff=1.0, max_backoff=8.0)
+    pauses = [limiter.rate_limited(None) for _ in range(6)]
+    assert 0.5 <= pauses[0] <= 1.5
+    assert 4 <= pauses[3] <= 12  # 8 with jitter
+    assert all(pause <= 12 for pause in pauses)  # capped at max_backoff, with jitter
+    limiter.succeeded()
+    assert limiter.rate_limited(None) <= 1.5
+
+
+async def test_a_pause_past_the_deadline_is_a_timeout_at_once() -> None:
+    limiter = JudgeLimiter()
+    limiter.rate_limited(30)
+    started = time.monotonic()
+    with deadline(0.5), pytest.raises(JudgeTimeout, match="rate-limited"):
+        async with limiter.call():
+            pass
+    assert time.monotonic() - started < 0.4
+
+
+async def test_a_request_budget_past_the_deadline_is_a_timeout() -> None:
+    limiter = JudgeLimiter(requests_per_minute=2)
+    for _ in range(2):
+        async with limiter.call():
+            pass
+    with deadline(0.2), pytest.raises(JudgeTimeout):
+        async with limiter.call():
+            pass
+
+
+async def test_a_token_budget_is_settled_with_the_real_usage() -> None:
+    limiter = JudgeLimiter(tokens_per_minute=1000)
+    async with limiter.call(estimated_tokens=900) as call:
+        call.settle(100)  # the call used far fewer than estimated
+    with deadline(0.2):
+        async with limiter.call(estimated_tokens=800):
+            pass  # fits: 1000 - 100 are left
+    with deadline(0.2), pytest.raises(JudgeTimeout):
+        async with limiter.call(estimated_tokens=800):
+            pass
+
+
+async def test_no_free_slot_before_the_deadline_is_a_timeout() -> None:
+    limiter = JudgeLimiter(max_concurrency=1)
+    async with limiter.call():
+        with deadline(0.1), pytest.raises(JudgeTimeout, match="slot"):
+            async with limiter.call():
+                pass
+    assert limiter.stats.in_flight == 0
+
+
+def test_deadlines_nest_and_the_nearer_one_wins() -> None:
+    assert remaining() is None
+    with deadline(10):
+        outer = remaining()
+        with deadline(100):
+            inner = remaining()
+            assert inner is not None
+            assert outer is not None
+            assert inner <= outer
+        with deadline(None):
+            assert remaining() is not None
+    assert remaining() is None
+
+
+def test_estimate_tokens() -> None:
+    assert estimate_tokens(["a" * 400], expected_output=0) == 100
+    assert estimate_tokens([], expected_output=256) == 256
+
+
+@pytest.mark.parametrize("bad", [{"max_concurrency": 0}, {"requests_per_minute": -1}])
+def test_bad_limits_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        JudgeLimiter(**bad)  # type: ignore[arg-type]
