@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
-from guard.bias.scorer import BiasScorer, create_bias_scorer
+from guard.bias.scorer import PIPELINES, BiasScorer, create_bias_scorer
 from guard.errors import GuardError, JudgeError
 from guard.evals import EvalItem, ItemResult, run_evals
 from guard.judge import resolve_judge
@@ -63,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     judge.add_argument("--scale", type=float, default=1.0, help="maximum score (default 1)")
     judge.add_argument("--no-reason", action="store_true", help="skip the explanation call")
+    judge.add_argument(
+        "--pipeline",
+        choices=PIPELINES,
+        default="faithful",
+        help="faithful: Mastra's steps (default); single: opinions and verdicts in one call",
+    )
     judge.add_argument("--timeout", type=float, default=60.0, help="seconds per judge call")
     judge.add_argument("--max-retries", type=int, default=2, help="retries on 429/5xx")
 
@@ -89,7 +95,8 @@ def _scorer(args: argparse.Namespace) -> BiasScorer:
         base_url=args.base_url,
         api_key=api_key,
         scale=args.scale,
-        include_reason=not args.no_reason,
+        reason="off" if args.no_reason else "inline",
+        pipeline=args.pipeline,
         timeout=args.timeout,
         max_retries=args.max_retries,
     )

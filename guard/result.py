@@ -9,6 +9,8 @@ from pydantic.alias_generators import to_camel
 
 __all__ = [
     "AnalyzeStepResult",
+    "AssessStepResult",
+    "AssessedOpinion",
     "BiasResult",
     "JudgeUsage",
     "PreprocessStepResult",
@@ -33,9 +35,31 @@ class AnalyzeStepResult(_Model):
     results: list[Verdict]
 
 
+class AssessedOpinion(_Model):
+    """One entry of the single-call pipeline's answer: an opinion and its verdict."""
+
+    opinion: str
+    result: str
+    reason: str
+
+
+class AssessStepResult(_Model):
+    verdicts: list[AssessedOpinion]
+
+
 class JudgeUsage(_Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+    def __add__(self, other: JudgeUsage) -> JudgeUsage:
+        return JudgeUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 class BiasResult(_Model):
@@ -58,6 +82,10 @@ class BiasResult(_Model):
     judge_calls: int
     durations_ms: dict[str, float] = Field(default_factory=dict)
     usage: JudgeUsage = Field(default_factory=JudgeUsage)
+    # What each step cost: judge calls (a corrective retry counts) and tokens.
+    calls_by_step: dict[str, int] = Field(default_factory=dict)
+    usage_by_step: dict[str, JudgeUsage] = Field(default_factory=dict)
+    pipeline: str = "faithful"  # "faithful" (Mastra's steps) or "single" (one call)
 
     @property
     def biased_count(self) -> int:

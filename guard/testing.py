@@ -61,13 +61,24 @@ def scripted_bias_judge(
     reason: str = "The score reflects the verdicts above.",
     model: str = "scripted-judge",
 ) -> FunctionJudge:
-    """A `FunctionJudge` that gives fixed answers to the three bias steps."""
+    """A `FunctionJudge` that gives fixed answers to the bias steps, in either pipeline.
+
+    For the single-call pipeline, the n-th verdict goes with the n-th opinion.
+    """
 
     def answer(messages: Sequence[Message], schema: OutputSchema | None) -> str | dict[str, Any]:
         if schema is None:
             return reason
         if schema.name == "opinions":
             return {"opinions": list(opinions)}
+        if schema.name == "assessment":
+            named = [*opinions, *(f"opinion {n}" for n in range(len(verdicts)))]
+            return {
+                "verdicts": [
+                    {"opinion": opinion, "result": result, "reason": why}
+                    for opinion, (result, why) in zip(named, verdicts, strict=False)
+                ]
+            }
         return {"results": [{"result": result, "reason": why} for result, why in verdicts]}
 
     return FunctionJudge(answer, model=model)

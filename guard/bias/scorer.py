@@ -1,4 +1,19 @@
-"""The bias scorer: preprocess, analyze, score, generate reason."""
+"""The bias scorer: preprocess, analyze, score, generate reason.
+
+Two pipelines reach the same result shape:
+
+- `faithful` (the default): Mastra's steps, one judge call each: extract the
+  opinions, judge each one, then explain the score.
+- `single`: one structured call asks for the opinions and a verdict for each,
+  with the same rules and rubric; the explanation, if asked for, is a second
+  call. Fewer round trips (1 instead of 2 before the score is known); the
+  trade-off is that one answer carries both tasks, so a weaker judge has less
+  room to get each right.
+
+The explanation runs `inline` (Mastra's order, the default here), `off`, or
+`deferred`: `run()` returns the score without it, and `explain()` adds it
+later, so a caller can act on the score first.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +23,17 @@ import time
 import uuid
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from opentelemetry import trace
 
 from guard.bias.prompts import (
     ANALYZE_SCHEMA,
+    ASSESS_SCHEMA,
     EXTRACT_SCHEMA,
     SYSTEM_PROMPT,
     analyze_prompt,
+    assess_prompt,
     extract_prompt,
     reason_prompt,
 )
@@ -27,6 +44,7 @@ from guard.outputs import assistant_text
 from guard.parsing import unwrap_reason
 from guard.result import (
     AnalyzeStepResult,
+    AssessStepResult,
     BiasResult,
     JudgeUsage,
     PreprocessStepResult,
@@ -34,12 +52,24 @@ from guard.result import (
 )
 from guard.structured import ask_json
 
-__all__ = ["BiasScorer", "create_bias_scorer"]
+__all__ = [
+    "PIPELINES",
+    "REASON_MODES",
+    "BiasScorer",
+    "Pipeline",
+    "ReasonMode",
+    "create_bias_scorer",
+]
 
 T = TypeVar("T")
+Pipeline = Literal["faithful", "single"]
+ReasonMode = Literal["inline", "deferred", "off"]
+PIPELINES: tuple[Pipeline, ...] = ("faithful", "single")
+REASON_MODES: tuple[ReasonMode, ...] = ("inline", "deferred", "off")
 _STEP_SPANS = {
     "preprocess": "extract opinions",
     "analyze": "analyze",
+    "assess": "assess opinions",
     "generate_reason": "generate reason",
 }
 _EMPTY_REASON = "The score is 0 because the output is empty, so it holds nothing to judge."
@@ -57,22 +87,35 @@ class BiasScorer:
         judge: Judge,
         *,
         scale: float = 1,
-        include_reason: bool = True,
+        include_reason: bool | None = None,
+        reason: ReasonMode = "inline",
+        pipeline: Pipeline = "faithful",
         judge_whole_text_when_no_opinions: bool = True,
         trace_evaluation: bool = True,
     ) -> None:
         if scale <= 0:
             raise ValueError(f"scale must be > 0, got {scale}")
+        if pipeline not in PIPELINES:
+            raise ValueError(f"pipeline must be one of {', '.join(PIPELINES)}, got {pipeline!r}")
+        if reason not in REASON_MODES:
+            raise ValueError(f"reason must be one of {', '.join(REASON_MODES)}, got {reason!r}")
         self.judge = judge
         self.scale = scale
-        self.include_reason = include_reason
+        # `include_reason=False` is the older spelling of `reason="off"`.
+        self.reason: ReasonMode = "off" if include_reason is False else reason
+        self.pipeline: Pipeline = pipeline
         self.judge_whole_text_when_no_opinions = judge_whole_text_when_no_opinions
         # An application that wraps runs in its own evaluation span (the gateway does)
         # turns this off; the step and judge spans then nest under its span.
         self.trace_evaluation = trace_evaluation
 
+    @property
+    def include_reason(self) -> bool:
+        """Whether an explanation is produced at all (inline or deferred)."""
+        return self.reason != "off"
+
     def __repr__(self) -> str:
-        return f"BiasScorer(judge={self.judge!r}, scale={self.scale})"
+        return f"BiasScorer(judge={self.judge!r}, scale={self.scale}, pipeline={self.pipeline!r})"
 
     async def run(
         self, input: Any = None, output: Any = None, run_id: str | None = None
@@ -80,7 +123,8 @@ class BiasScorer:
         """Score `output` (a string, chat completion, message list or `{"text": ...}`).
 
         `input` is accepted for symmetry with other scorers; bias is judged on
-        the output alone. Raises a `JudgeError` naming the failed step.
+        the output alone. Raises a `JudgeError` naming the failed step. With
+        `reason="deferred"` the result has no `reason` yet: see `explain()`.
         """
         del input  # the bias rubric reads only the output
         text = assistant_text(output)
@@ -93,35 +137,15 @@ class BiasScorer:
             else contextlib.nullcontext()
         )
         with evaluation as span:
-            opinions: list[str] = []
-            extract = None
-            if text.strip():
-                extract = extract_prompt(text)
-                found = await run.step("preprocess", self._ask_opinions(run, extract))
-                opinions = found.opinions
-
-            verdicts: list[Verdict] = []
-            analyze = None
-            to_judge = opinions
-            if not opinions and text.strip() and self.judge_whole_text_when_no_opinions:
-                # Mastra's behaviour: with no opinions, the whole text is one opinion,
-                # which catches bias stated as fact.
-                to_judge = [text]
-            if to_judge:
-                analyze = analyze_prompt(text, to_judge)
-                verdicts = await run.step("analyze", self._ask_verdicts(run, analyze))
-
+            if self.pipeline == "single":
+                opinions, verdicts, extract, analyze = await self._assess(run, text)
+            else:
+                opinions, verdicts, extract, analyze = await self._extract_and_analyze(run, text)
             score = bias_score((verdict.result for verdict in verdicts), self.scale)
-
             reason = None
             reason_request = None
-            if self.include_reason and not text.strip():
-                reason = _EMPTY_REASON
-            elif self.include_reason:
-                reason_request = reason_prompt(
-                    text, score, self.scale, [verdict.reason for verdict in verdicts]
-                )
-                reason = await run.step("generate_reason", self._ask_reason(run, reason_request))
+            if self.reason == "inline":
+                reason, reason_request = await self._explain(run, text, score, verdicts)
             if span is not None:
                 span.set_attribute("gen_ai.evaluation.score.value", score)
                 span.set_attribute("bias.scale", self.scale)
@@ -141,13 +165,80 @@ class BiasScorer:
             generate_reason_prompt=reason_request,
             scale=self.scale,
             judge_model=self.judge.model,
-            judge_calls=run.calls,
-            durations_ms=run.durations_ms,
-            usage=JudgeUsage(
-                prompt_tokens=run.usage.prompt_tokens,
-                completion_tokens=run.usage.completion_tokens,
-            ),
+            pipeline=self.pipeline,
+            **run.totals(),
         )
+
+    async def explain(self, result: BiasResult, output: Any) -> BiasResult:
+        """`result` with its explanation: one judge call (none for an empty text).
+
+        For results of `run()` with `reason="deferred"` (or `"off"`); `output`
+        is the text that was scored. The cost is added to the result's.
+        """
+        text = assistant_text(output)
+        run = _Run(self.judge)
+        verdicts = result.analyze_step_result.results
+        reason, reason_request = await self._explain(run, text, result.score, verdicts)
+        totals = run.totals()
+        return result.model_copy(
+            update={
+                "reason": reason,
+                "generate_reason_prompt": reason_request,
+                "judge_calls": result.judge_calls + totals["judge_calls"],
+                "durations_ms": {**result.durations_ms, **totals["durations_ms"]},
+                "usage": result.usage + totals["usage"],
+                "calls_by_step": {**result.calls_by_step, **totals["calls_by_step"]},
+                "usage_by_step": {**result.usage_by_step, **totals["usage_by_step"]},
+            }
+        )
+
+    async def _extract_and_analyze(
+        self, run: _Run, text: str
+    ) -> tuple[list[str], list[Verdict], str | None, str | None]:
+        opinions: list[str] = []
+        extract = None
+        if text.strip():
+            extract = extract_prompt(text)
+            found = await run.step("preprocess", self._ask_opinions(run, extract))
+            opinions = found.opinions
+        verdicts: list[Verdict] = []
+        analyze = None
+        to_judge = opinions
+        if not opinions and text.strip() and self.judge_whole_text_when_no_opinions:
+            # Mastra's behaviour: with no opinions, the whole text is one opinion,
+            # which catches bias stated as fact.
+            to_judge = [text]
+        if to_judge:
+            analyze = analyze_prompt(text, to_judge)
+            verdicts = await run.step("analyze", self._ask_verdicts(run, analyze))
+        return opinions, verdicts, extract, analyze
+
+    async def _assess(
+        self, run: _Run, text: str
+    ) -> tuple[list[str], list[Verdict], str | None, str | None]:
+        """The single-call pipeline; both prompt fields name the one prompt sent."""
+        if not text.strip():
+            return [], [], None, None
+        prompt = assess_prompt(text, judge_whole_text=self.judge_whole_text_when_no_opinions)
+        reply = await run.step(
+            "assess",
+            ask_json(self.judge, _messages(prompt), ASSESS_SCHEMA, AssessStepResult),
+        )
+        run.record("assess", reply.usage, reply.calls)
+        assessed = reply.value.verdicts
+        verdicts = [Verdict(result=item.result, reason=item.reason) for item in assessed]
+        opinions = [item.opinion for item in assessed]
+        if opinions == [text] or (len(opinions) == 1 and opinions[0].strip() == text.strip()):
+            opinions = []  # the whole text judged as one statement, as the faithful path reports
+        return opinions, verdicts, prompt, prompt
+
+    async def _explain(
+        self, run: _Run, text: str, score: float, verdicts: list[Verdict]
+    ) -> tuple[str, str | None]:
+        if not text.strip():
+            return _EMPTY_REASON, None
+        request = reason_prompt(text, score, self.scale, [verdict.reason for verdict in verdicts])
+        return await run.step("generate_reason", self._ask_reason(run, request)), request
 
     def run_sync(
         self, input: Any = None, output: Any = None, run_id: str | None = None
@@ -168,17 +259,17 @@ class BiasScorer:
 
     async def _ask_opinions(self, run: _Run, prompt: str) -> PreprocessStepResult:
         reply = await ask_json(self.judge, _messages(prompt), EXTRACT_SCHEMA, PreprocessStepResult)
-        run.record(reply.usage, reply.calls)
+        run.record("preprocess", reply.usage, reply.calls)
         return reply.value
 
     async def _ask_verdicts(self, run: _Run, prompt: str) -> list[Verdict]:
         reply = await ask_json(self.judge, _messages(prompt), ANALYZE_SCHEMA, AnalyzeStepResult)
-        run.record(reply.usage, reply.calls)
+        run.record("analyze", reply.usage, reply.calls)
         return reply.value.results
 
     async def _ask_reason(self, run: _Run, prompt: str) -> str:
         reply = await self.judge.complete(_messages(prompt))
-        run.record(reply.usage, 1)
+        run.record("generate_reason", reply.usage, 1)
         return unwrap_reason(reply.text)
 
 
@@ -186,7 +277,9 @@ def create_bias_scorer(
     model: str | Judge,
     *,
     scale: float = 1,
-    include_reason: bool = True,
+    include_reason: bool | None = None,
+    reason: ReasonMode = "inline",
+    pipeline: Pipeline = "faithful",
     judge_whole_text_when_no_opinions: bool = True,
     base_url: str | None = None,
     api_key: str | None = None,
@@ -199,6 +292,9 @@ def create_bias_scorer(
     >>> result = scorer.run_sync(output="Engineers from the north are lazy.")  # doctest: +SKIP
     >>> result.score  # doctest: +SKIP
     1.0
+
+    `pipeline="single"` asks for opinions and verdicts in one call; `reason`
+    is `"inline"` (default), `"deferred"` (see `BiasScorer.explain`) or `"off"`.
     """
     judge = resolve_judge(
         model, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
@@ -207,22 +303,40 @@ def create_bias_scorer(
         judge,
         scale=scale,
         include_reason=include_reason,
+        reason=reason,
+        pipeline=pipeline,
         judge_whole_text_when_no_opinions=judge_whole_text_when_no_opinions,
     )
 
 
 class _Run:
-    """Per-run bookkeeping: step timings, judge calls and token usage."""
+    """Per-run bookkeeping: step timings, and judge calls and tokens per step."""
 
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
-        self.calls = 0
-        self.usage = Usage()
+        self.calls: dict[str, int] = {}
+        self.usage: dict[str, Usage] = {}
         self.durations_ms: dict[str, float] = {}
 
-    def record(self, usage: Usage, calls: int) -> None:
-        self.usage = self.usage + usage
-        self.calls += calls
+    def record(self, step: str, usage: Usage, calls: int) -> None:
+        self.usage[step] = self.usage.get(step, Usage()) + usage
+        self.calls[step] = self.calls.get(step, 0) + calls
+
+    def totals(self) -> dict[str, Any]:
+        """The result's cost fields."""
+        by_step = {
+            step: JudgeUsage(
+                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
+            )
+            for step, usage in self.usage.items()
+        }
+        return {
+            "judge_calls": sum(self.calls.values()),
+            "durations_ms": dict(self.durations_ms),
+            "usage": sum(by_step.values(), JudgeUsage()),
+            "calls_by_step": dict(self.calls),
+            "usage_by_step": by_step,
+        }
 
     async def step(self, name: str, work: Awaitable[T]) -> T:
         started = time.perf_counter()

@@ -44,6 +44,32 @@ def test_score_reads_stdin_with_scale_and_no_reason(
     assert fake_openai.requests[0].body["messages"][1]["content"].endswith("text from stdin\n")
 
 
+def test_score_with_the_single_pipeline(
+    fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["score", *judge_args(fake_openai), "--pipeline", "single", "Northerners are lazy."]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert fake_openai.steps() == ["assess", "reason"]
+    assert out["pipeline"] == "single"
+    assert out["preprocessPrompt"] == out["analyzePrompt"]
+
+
+def test_eval_with_the_single_pipeline(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [json.dumps({"input": "q", "output": f"answer {i}"}) for i in range(2)]
+    data = write(tmp_path / "data.jsonl", rows)
+    code = main(
+        ["eval", str(data), *judge_args(fake_openai), "--pipeline", "single", "--no-reason"]
+    )
+    assert code == 0
+    assert fake_openai.steps() == ["assess", "assess"]
+    assert "mean score" in capsys.readouterr().out
+
+
 def test_score_with_unreachable_judge_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
         ["score", "--model", "j", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0", "x"]

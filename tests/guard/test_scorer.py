@@ -84,8 +84,17 @@ def test_result_has_mastra_field_names(fake_openai: FakeOpenAI, make_scorer: Mak
         "judgeCalls",
         "durationsMs",
         "usage",
+        "callsByStep",
+        "usageByStep",
+        "pipeline",
     }
     assert dumped["judgeModel"] == "judge"
+    assert dumped["pipeline"] == "faithful"
+    assert dumped["callsByStep"] == {"preprocess": 1, "analyze": 1, "generate_reason": 1}
+    assert (
+        sum(step["promptTokens"] for step in dumped["usageByStep"].values())
+        == (dumped["usage"]["promptTokens"])
+    )
     assert set(dumped["durationsMs"]) == {"preprocess", "analyze", "generate_reason"}
     assert dumped["usage"]["promptTokens"] > 0
     assert dumped["usage"]["completionTokens"] > 0
@@ -332,3 +341,90 @@ async def test_concurrent_runs_share_one_judge(
     assert len({result.run_id for result in results}) == 5
     assert fake_openai.judge_calls() == 15
     json.dumps([result.to_json_dict() for result in results])  # every result serialises
+
+
+# -- the single-call pipeline and the reason modes ----------------------------------------
+
+
+async def test_single_pipeline_makes_one_call_before_the_score(
+    fake_openai: FakeOpenAI, make_scorer: MakeScorer
+) -> None:
+    fake_openai.opinions = ["Engineers from the north are lazy.", "Tea is nice."]
+    fake_openai.verdicts = [("yes", "Geographical stereotype."), ("no", "A taste.")]
+    scorer = make_scorer(pipeline="single", reason="off")
+    result = await scorer.run(output="Engineers from the north are lazy. Tea is nice.")
+    assert fake_openai.steps() == ["assess"]
+    assert result.score == 0.5
+    assert result.preprocess_step_result.opinions == fake_openai.opinions
+    assert [v.result for v in result.analyze_step_result.results] == ["yes", "no"]
+    assert result.preprocess_prompt == result.analyze_prompt
+    assert result.preprocess_prompt is not None
+    assert "Tea is nice." in result.preprocess_prompt
+    assert result.pipeline == "single"
+    assert result.calls_by_step == {"assess": 1}
+    assert result.reason is None
+
+
+async def test_single_pipeline_with_an_inline_reason_makes_two_calls(
+    fake_openai: FakeOpenAI, make_scorer: MakeScorer
+) -> None:
+    result = await make_scorer(pipeline="single").run(output="Engineers from the north are lazy.")
+    assert fake_openai.steps() == ["assess", "reason"]
+    assert result.reason == fake_openai.reason
+    assert result.judge_calls == 2
+    dumped = result.model_dump(by_alias=True)
+    assert set(dumped) >= MASTRA_FIELDS
+
+
+@pytest.mark.parametrize("whole_text", [True, False])
+async def test_single_pipeline_asks_for_the_whole_text_rule_as_configured(
+    fake_openai: FakeOpenAI, make_scorer: MakeScorer, whole_text: bool
+) -> None:
+    scorer = make_scorer(pipeline="single", judge_whole_text_when_no_opinions=whole_text)
+    await scorer.run(output="Some text.")
+    prompt = fake_openai.requests[0].body["messages"][-1]["content"]
+    assert ("judge the whole TEXT as one statement" in prompt) is whole_text
+
+
+async def test_single_pipeline_whole_text_verdict_reports_no_opinions(
+    fake_openai: FakeOpenAI, make_scorer: MakeScorer
+) -> None:
+    text = "Northerners are lazy."
+    fake_openai.opinions = [text]
+    fake_openai.verdicts = [("yes", "Stereotype.")]
+    result = await make_scorer(pipeline="single", reason="off").run(output=text)
+    assert result.preprocess_step_result.opinions == []
+    assert result.score == 1
+
+
+async def test_deferred_reason_comes_from_explain(
+    fake_openai: FakeOpenAI, make_scorer: MakeScorer
+) -> None:
+    scorer = make_scorer(reason="deferred")
+    text = "Engineers from the north are lazy."
+    scored = await scorer.run(output=text, run_id="r1")
+    assert scored.reason is None
+    assert fake_openai.steps() == ["preprocess", "analyze"]
+    explained = await scorer.explain(scored, text)
+    assert fake_openai.steps() == ["preprocess", "analyze", "reason"]
+    assert explained.reason == fake_openai.reason
+    assert explained.run_id == "r1"
+    assert explained.score == scored.score
+    assert explained.judge_calls == 3
+    assert explained.calls_by_step == {"preprocess": 1, "analyze": 1, "generate_reason": 1}
+    assert explained.usage.prompt_tokens > scored.usage.prompt_tokens
+    assert explained.generate_reason_prompt is not None
+
+
+def test_include_reason_false_means_off(make_scorer: MakeScorer) -> None:
+    scorer = make_scorer(include_reason=False, reason="inline")
+    assert scorer.reason == "off"
+    assert scorer.include_reason is False
+
+
+@pytest.mark.parametrize(("option", "value"), [("pipeline", "fast"), ("reason", "later")])
+def test_bad_pipeline_or_reason_mode_is_refused(
+    make_scorer: MakeScorer, option: str, value: str
+) -> None:
+    with pytest.raises(ValueError, match=option):
+        make_scorer(**{option: value})

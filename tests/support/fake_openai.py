@@ -114,7 +114,7 @@ class FakeOpenAI:
         return [recorded.step for recorded in self.requests]
 
     def judge_calls(self) -> int:
-        judge_steps = ("preprocess", "analyze", "reason")
+        judge_steps = ("preprocess", "analyze", "assess", "reason")
         return sum(1 for recorded in self.requests if recorded.step in judge_steps)
 
     # -- handlers ---------------------------------------------------------------
@@ -253,11 +253,15 @@ class FakeOpenAI:
             return "preprocess"
         if schema_name == "verdicts":
             return "analyze"
+        if schema_name == "assessment":
+            return "assess"
         text = "\n".join(
             message["content"]
             for message in body.get("messages", [])
             if isinstance(message, dict) and isinstance(message.get("content"), str)
         )
+        if '{"verdicts"' in text:
+            return "assess"
         if '{"results"' in text:
             return "analyze"
         if '{"opinions"' in text:
@@ -282,6 +286,21 @@ class FakeOpenAI:
             )
             return json.dumps(
                 {"results": [{"result": result, "reason": why} for result, why in verdicts]}
+            )
+        if step == "assess":
+            prompt = str(body["messages"][-1]["content"])
+            verdicts = next(
+                (found for key, found in self.verdicts_for.items() if key in prompt),
+                self.verdicts,
+            )
+            opinions = [*self.opinions, *(f"opinion {n}" for n in range(len(verdicts)))]
+            return json.dumps(
+                {
+                    "verdicts": [
+                        {"opinion": opinion, "result": result, "reason": why}
+                        for opinion, (result, why) in zip(opinions, verdicts, strict=False)
+                    ]
+                }
             )
         if step == "reason":
             return self.reason
