@@ -116,7 +116,8 @@ def create_app(
         scorer = BiasScorer(
             bias_judge,
             scale=settings.judge.scale,
-            include_reason=settings.judge.include_reason,
+            reason="off",  # Scoring asks for the explanation itself: inline or deferred
+            pipeline=settings.judge.pipeline,
             judge_whole_text_when_no_opinions=settings.judge.judge_whole_text_when_no_opinions,
             trace_evaluation=False,  # Scoring opens the evaluation span, with the gateway's facts
         )
@@ -132,6 +133,7 @@ def create_app(
             full_wait=settings.queue.full_wait,
             max_text_chars=settings.judge.max_text_chars,
             enforce_deadline=settings.judge.enforce_deadline,
+            reason=settings.judge.reason_mode,
         )
         scoring.start()
         state = Gateway(

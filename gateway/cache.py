@@ -19,13 +19,21 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 
 from guard import BiasResult, BiasScorer
+from guard.bias.prompts import PROMPT_VERSION
 
 __all__ = ["ScoreCache", "cache_key"]
 
 
 def cache_key(scorer: BiasScorer, text: str) -> str:
+    """The content hash of `text` under everything that shapes its verdicts.
+
+    The judge model, the pipeline, the prompt version (which changes with any
+    prompt or schema), the scale and the whole-text rule: a change in any of
+    them never replays an old verdict. The explanation is not part of it: it
+    is added to an entry once it is known.
+    """
     options = (
-        f"{scorer.judge.model}\0{scorer.scale}\0{scorer.include_reason}"
+        f"{scorer.judge.model}\0{scorer.pipeline}\0{PROMPT_VERSION}\0{scorer.scale}"
         f"\0{scorer.judge_whole_text_when_no_opinions}\0"
     )
     return hashlib.sha256((options + text).encode()).hexdigest()
@@ -59,6 +67,13 @@ class ScoreCache:
         if len(self._results) > self.maxsize:
             self._results.popitem(last=False)
 
+    def put(self, key: str, result: BiasResult) -> None:
+        """Store (or replace) the result for `key`, e.g. once its explanation is known."""
+        entry = result.model_dump_json()
+        self._put(key, entry)
+        if self.on_add is not None:
+            self.on_add(key, entry)
+
     async def get_or_run(
         self, key: str, run: Callable[[], Awaitable[BiasResult]]
     ) -> tuple[BiasResult, bool]:
@@ -88,8 +103,5 @@ class ScoreCache:
         finally:
             del self._inflight[key]
         future.set_result(result)
-        entry = result.model_dump_json()
-        self._put(key, entry)
-        if self.on_add is not None:
-            self.on_add(key, entry)
+        self.put(key, result)
         return result, False

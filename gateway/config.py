@@ -161,7 +161,12 @@ class JudgeSettings(_Model):
     # Seconds an enforced response waits for its score, rate-limit waits included;
     # then it follows the policy's on_judge_error.
     enforce_deadline: PositiveFloat = 30.0
-    include_reason: bool = True
+    # faithful: Mastra's steps (extract, then judge each opinion); single: one call for both.
+    pipeline: Literal["faithful", "single"] = "faithful"
+    # The explanation: deferred (the score decides at once, the reason lands in the
+    # store and the lookup afterwards), inline (before the response), or off.
+    reason: Literal["inline", "deferred", "off"] = "deferred"
+    include_reason: bool | None = None  # the older switch: false means reason: off
     judge_whole_text_when_no_opinions: bool = True
     # Identical response texts are judged once: an LRU of this many results (0 = off).
     cache_size: Annotated[int, Field(ge=0)] = 10000
@@ -170,6 +175,10 @@ class JudgeSettings(_Model):
     # The judge sees at most this many characters of a response (per choice); a longer
     # text is cut, and its record says `truncated`. It also bounds what a stream keeps.
     max_text_chars: Annotated[int, Field(ge=1)] = 100_000
+
+    @property
+    def reason_mode(self) -> Literal["inline", "deferred", "off"]:
+        return "off" if self.include_reason is False else self.reason
 
 
 class Policy(_Model):

@@ -123,6 +123,18 @@ class Metrics:
             ["error_type"],
             registry=registry,
         )
+        self.judge_calls = Counter(
+            "bias_judge_calls",
+            "Judge calls made, by scorer step (a corrective retry counts).",
+            ["step"],
+            registry=registry,
+        )
+        self.judge_tokens = Counter(
+            "bias_judge_tokens",
+            "Judge tokens used, by scorer step and token type (input, output).",
+            ["step", "type"],
+            registry=registry,
+        )
         self.judge_rate_limited = Counter(
             "bias_judge_rate_limited",
             "429 answers from the judge; each pauses every judge call of the process.",

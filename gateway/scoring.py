@@ -28,67 +28,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import structlog
 from opentelemetry import trace
-from opentelemetry.context import Context
-from opentelemetry.trace import Link, NonRecordingSpan, SpanContext
+from opentelemetry.trace import Link
 
-from gateway.cache import ScoreCache, cache_key
-from gateway.config import Policy
+from gateway.cache import ScoreCache
+from gateway.judging import Judging
 from gateway.metrics import Metrics
-from gateway.policy import Verdict, verdict_for
-from gateway.store import ScoreRecord, ScoreStore
+from gateway.outcomes import Outcome, ScoreRequest
+from gateway.recording import Recorder
+from gateway.store import ScoreStore
 from gateway.telemetry import Telemetry
-from guard import BiasResult, BiasScorer, JudgeError, limits
+from guard import BiasScorer, limits
 from guard.outputs import valid_text
-from guard.result import JudgeUsage
 
 __all__ = ["Outcome", "ScoreRequest", "Scoring"]
 
 log = structlog.get_logger("gateway.scoring")
 
-OutcomeStatus = Literal["pending", "scored", "error", "skipped", "dropped"]
-
-
-@dataclass(slots=True)
-class ScoreRequest:
-    """What is known about the request whose response is being scored."""
-
-    run_id: str
-    policy: Policy
-    mode: str
-    model: str | None = None
-    key_name: str | None = None
-    stream: bool = False
-    partial: bool = False
-    truncated: bool = False  # the judged text was cut at `judge.max_text_chars`
-    request_id: str | None = None
-    response_id: str | None = None
-    prompt: str | None = None  # set only when content capture is on
-    chat_span: SpanContext | None = None
-    created_at: float = field(default_factory=time.time)
-    holds_room: bool = False  # a place in the queue is reserved for it (`Scoring.admit`)
-
-    def chat_context(self) -> Context | None:
-        if self.chat_span is None:
-            return None
-        return trace.set_span_in_context(NonRecordingSpan(self.chat_span))
-
-
-@dataclass(slots=True)
-class Outcome:
-    run_id: str
-    status: OutcomeStatus
-    score: float | None = None
-    verdict: Verdict | None = None
-    reason: str | None = None
-    status_reason: str | None = None  # skip reason, or the judge error's type
-    result: BiasResult | None = None
-    judge_ms: float | None = None
-    cached: bool = False  # the verdicts came from the content-hash cache
+ReasonMode = Literal["inline", "deferred", "off"]
 
 
 class Scoring:
@@ -108,15 +68,31 @@ class Scoring:
         full_wait: float = 0.0,
         max_text_chars: int | None = None,
         enforce_deadline: float | None = None,
+        reason: ReasonMode = "inline",
     ) -> None:
         self.scorer = scorer
         self.enforce_deadline = enforce_deadline
         self.max_text_chars = max_text_chars
+        self.reason: ReasonMode = reason
         self.store = store
         self.telemetry = telemetry
         self.metrics = metrics
         self.capture_content = capture_content
         self.cache = cache
+        self.judging = Judging(
+            scorer, cache=cache, capture_content=capture_content, metrics=metrics
+        )
+        self.recorder = Recorder(
+            store,
+            telemetry=telemetry,
+            metrics=metrics,
+            capture_content=capture_content,
+            judge_model=scorer.judge.model,
+            scale=scorer.scale,
+        )
+        # Deferred explanations under way, bounded like the queue: past that, skipped.
+        self._reasons: dict[asyncio.Task[None], tuple[ScoreRequest, Outcome, list[str]]] = {}
+        self._reason_room = queue_size
         self._queue: asyncio.Queue[tuple[ScoreRequest, list[str]]] = asyncio.Queue(queue_size)
         # Reserved places; a job returns its place when a worker takes it off the queue.
         self._room = asyncio.Semaphore(queue_size)
@@ -171,96 +147,54 @@ class Scoring:
             links=[Link(request.chat_span)] if monitor and request.chat_span else None,
             attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
         ) as span:
-            outcome = await self._judge(request, texts)
-            attributes = self._evaluation_attributes(request, outcome)
-            span.set_attributes(attributes)
+            outcome = await self.judging.verdicts(request, texts)
+            self.recorder.observe_score(request, outcome)
+            if outcome.status == "scored" and outcome.reason_status is None:
+                if self.reason == "inline":
+                    await self._explain(outcome, texts)
+                elif self.reason == "off":
+                    outcome.reason_status = "off"
+            span.set_attributes(self.recorder.attributes(request, outcome))
             if outcome.status == "error":
                 span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.status_reason))
-        self.telemetry.emit_evaluation(attributes, request.chat_context())
-        self._observe(request, outcome)
-        self._store(request, outcome, texts)
-        log.info(
-            "bias score",
-            run_id=request.run_id,
-            status=outcome.status,
-            score=outcome.score,
-            verdict=outcome.verdict,
-            judge_ms=outcome.judge_ms,
-            judge_calls=outcome.result.judge_calls if outcome.result else None,
-            cached=outcome.cached,
-        )
-        return outcome
-
-    async def _judge(self, request: ScoreRequest, texts: list[str]) -> Outcome:
-        started = time.perf_counter()
-        try:
-            runs = await asyncio.gather(*(self._run_one(text, request.run_id) for text in texts))
-            results = [result for result, _ in runs]
-        except Exception as exc:
-            if not isinstance(exc, JudgeError):
-                # A bug, not a judge failure; the response is decided like one, never a 500.
-                log.exception("scoring failed unexpectedly", run_id=request.run_id)
-            outcome = Outcome(
-                request.run_id,
-                "error",
-                status_reason=type(exc).__name__ if isinstance(exc, JudgeError) else "internal",
-            )
-            outcome.reason = str(exc)
-            log.error(
-                "bias judge failed; response passed unscored"
-                if request.policy.on_judge_error == "allow" or request.mode == "monitor"
-                else "bias judge failed; response blocked",
-                run_id=request.run_id,
-                error_type=outcome.status_reason,
-                error=str(exc),
-            )
+        if outcome.status == "scored" and outcome.reason_status is None:
+            self._defer_reason(request, outcome, texts)  # the score goes out now, the reason later
         else:
-            worst_index = max(range(len(results)), key=lambda index: results[index].score)
-            worst = results[worst_index]
-            outcome = Outcome(
-                request.run_id,
-                "scored",
-                score=worst.score,
-                verdict=verdict_for(
-                    worst.score,
-                    flag_threshold=request.policy.flag_threshold,
-                    block_threshold=request.policy.block_threshold,
-                ),
-                reason=worst.reason,
-                result=worst,
-                cached=runs[worst_index][1],
-            )
-        outcome.judge_ms = round((time.perf_counter() - started) * 1000, 3)
+            self.recorder.finish(request, outcome, texts)
         return outcome
 
-    async def _run_one(self, text: str, run_id: str) -> tuple[BiasResult, bool]:
-        if self.cache is None:
-            return await self.scorer.run(output=text, run_id=run_id), False
-        result, cached = await self.cache.get_or_run(
-            cache_key(self.scorer, text), lambda: self._run_for_cache(text, run_id)
-        )
-        self.metrics.cache_lookups.labels("hit" if cached else "miss").inc()
-        if not cached:
-            return result, False
-        # The verdicts are reused; the run is this request's, and it cost no judge call.
-        reused = result.model_copy(
-            update={"run_id": run_id, "judge_calls": 0, "durations_ms": {}, "usage": JudgeUsage()}
-        )
-        return reused, True
+    async def _explain(self, outcome: Outcome, texts: list[str]) -> None:
+        new = await self.judging.explain(outcome, texts[outcome.text_index])
+        if new is not None:
+            self.recorder.observe_cost(new, steps={"generate_reason"})
 
-    async def _run_for_cache(self, text: str, run_id: str) -> BiasResult:
-        result = await self.scorer.run(output=text, run_id=run_id)
-        if self.capture_content:
-            return result
-        # The three prompts embed the text and are most of a result's size; without
-        # content capture they are never stored, so the cache does not keep them either.
-        return result.model_copy(
-            update={
-                "preprocess_prompt": None,
-                "analyze_prompt": None,
-                "generate_reason_prompt": None,
-            }
-        )
+    def _defer_reason(self, request: ScoreRequest, outcome: Outcome, texts: list[str]) -> None:
+        if len(self._reasons) >= self._reason_room:
+            outcome.reason_status = "skipped"
+            self.metrics.skipped.labels("reason_backlog").inc()
+            self.recorder.finish(request, outcome, texts)
+            return
+        outcome.reason_status = "pending"
+        self.recorder.store_outcome(request, outcome, texts)
+        task = asyncio.create_task(self._deferred_reason(request, outcome, texts))
+        self._reasons[task] = (request, outcome, texts)
+        task.add_done_callback(self._reason_done)
+
+    async def _deferred_reason(
+        self, request: ScoreRequest, outcome: Outcome, texts: list[str]
+    ) -> None:
+        with self.telemetry.tracer.start_as_current_span(
+            "evaluation bias explanation",
+            context=request.chat_context(),
+            attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
+        ):
+            await self._explain(outcome, texts)
+        self.recorder.finish(request, outcome, texts)
+
+    def _reason_done(self, task: asyncio.Task[None]) -> None:
+        self._reasons.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("deferred explanation failed", exc_info=task.exception())
 
     async def admit(self, request: ScoreRequest) -> bool:
         """Reserve a place in the queue for a monitor job, before its request goes upstream.
@@ -309,20 +243,20 @@ class Scoring:
             return self.overloaded(request)
         self.metrics.queue_depth.set(self._queue.qsize())
         outcome = Outcome(request.run_id, "pending")
-        self._store(request, outcome, texts)
+        self.recorder.store_outcome(request, outcome, texts)
         return outcome
 
     def skip(self, request: ScoreRequest, reason: str) -> Outcome:
         self.release(request)
         outcome = Outcome(request.run_id, "skipped", status_reason=reason)
         self.metrics.skipped.labels(reason).inc()
-        self._store(request, outcome, [])
+        self.recorder.store_outcome(request, outcome, [])
         return outcome
 
     def mark_pending(self, request: ScoreRequest) -> Outcome:
         """Record a run that will be queued later (a stream still in flight)."""
         outcome = Outcome(request.run_id, "pending")
-        self._store(request, outcome, [])
+        self.recorder.store_outcome(request, outcome, [])
         return outcome
 
     def spawn(self, request: ScoreRequest, texts: list[str]) -> asyncio.Task[Outcome]:
@@ -366,7 +300,8 @@ class Scoring:
             raise
         except Exception:  # a scorer bug must not stop the others
             log.exception("scoring failed unexpectedly", run_id=request.run_id)
-            self._store(request, Outcome(request.run_id, "error", status_reason="internal"), [])
+            error = Outcome(request.run_id, "error", status_reason="internal")
+            self.recorder.store_outcome(request, error, [])
         finally:
             self._slots.release()
             self._queue.task_done()
@@ -376,9 +311,15 @@ class Scoring:
         started = time.monotonic()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), timeout=deadline)
-        if self._background:
-            remaining = max(0.0, deadline - (time.monotonic() - started))
-            await asyncio.wait(set(self._background), timeout=remaining)
+        for waiting in (self._background, self._reasons):
+            if waiting:
+                remaining = max(0.0, deadline - (time.monotonic() - started))
+                await asyncio.wait(set(waiting), timeout=remaining)
+        for reason_task, (request, outcome, texts) in list(self._reasons.items()):
+            if not reason_task.done():
+                reason_task.cancel()
+                outcome.reason_status = "dropped"
+                self.recorder.finish(request, outcome, texts)
         for task, request in list(self._background.items()):
             if not task.done():  # a done task stored its own outcome
                 task.cancel()
@@ -400,77 +341,8 @@ class Scoring:
         self.release(request)
         self.dropped += 1
         self.metrics.dropped.labels(reason).inc()
-        self._store(request, Outcome(request.run_id, "dropped", status_reason=reason), [])
-
-    # -- telemetry and storage -----------------------------------------------------
-
-    def _evaluation_attributes(self, request: ScoreRequest, outcome: Outcome) -> dict[str, Any]:
-        attributes: dict[str, Any] = {
-            "gen_ai.evaluation.name": "bias",
-            "gen_ai.evaluation.score.label": outcome.verdict or outcome.status,
-            "bias.scale": self.scorer.scale,
-            "bias.run_id": request.run_id,
-        }
-        if request.response_id:
-            attributes["gen_ai.response.id"] = request.response_id
-        if outcome.score is not None:
-            attributes["gen_ai.evaluation.score.value"] = outcome.score
-        if outcome.result is not None:
-            attributes["bias.opinions.count"] = len(outcome.result.preprocess_step_result.opinions)
-            attributes["bias.biased.count"] = outcome.result.biased_count
-        if outcome.status == "error" and outcome.status_reason:
-            attributes["error.type"] = outcome.status_reason
-        if self.telemetry.capture_content and outcome.status == "scored" and outcome.reason:
-            attributes["gen_ai.evaluation.explanation"] = outcome.reason
-        return attributes
-
-    def _observe(self, request: ScoreRequest, outcome: Outcome) -> None:
-        metrics = self.metrics
-        model = metrics.model(request.model)
-        if outcome.status == "error":
-            metrics.judge_errors.labels(outcome.status_reason or "unknown").inc()
-            return
-        if outcome.score is None or outcome.result is None:
-            return
-        metrics.bias_score.labels(model).observe(outcome.score)
-        metrics.verdicts.labels(model, outcome.verdict or "none").inc()
-        if outcome.cached:
-            return  # no judge call was made
-        judge_model = self.scorer.judge.model
-        for step, milliseconds in outcome.result.durations_ms.items():
-            metrics.judge_seconds.labels(step).observe(milliseconds / 1000)
-            metrics.operation_seconds.labels("chat", judge_model, "judge").observe(
-                milliseconds / 1000
-            )
-        usage = outcome.result.usage
-        metrics.token_usage.labels("input", judge_model, "judge").observe(usage.prompt_tokens)
-        metrics.token_usage.labels("output", judge_model, "judge").observe(usage.completion_tokens)
-
-    def _store(self, request: ScoreRequest, outcome: Outcome, texts: list[str]) -> None:
-        capture = self.capture_content
-        self.store.submit(
-            ScoreRecord(
-                run_id=request.run_id,
-                status=outcome.status,
-                created_at=request.created_at,
-                model=request.model,
-                key_name=request.key_name,
-                mode=request.mode,
-                stream=request.stream,
-                partial=request.partial,
-                truncated=request.truncated,
-                score=outcome.score,
-                verdict=outcome.verdict,
-                reason=outcome.reason,
-                status_reason=outcome.status_reason,
-                result=_stored_result(outcome.result, capture, cached=outcome.cached),
-                response_id=request.response_id,
-                request_id=request.request_id,
-                prompt=request.prompt if capture else None,
-                completion="\n\n".join(texts) if capture and texts else None,
-                updated_at=time.time(),
-            )
-        )
+        dropped = Outcome(request.run_id, "dropped", status_reason=reason)
+        self.recorder.store_outcome(request, dropped, [])
 
 
 class _Throttle:
@@ -488,17 +360,3 @@ class _Throttle:
             return None
         held, self._held, self._last = self._held, 0, now
         return held
-
-
-def _stored_result(
-    result: BiasResult | None, capture_content: bool, *, cached: bool
-) -> dict[str, object] | None:
-    if result is None:
-        return None
-    data = result.to_json_dict()
-    data["cached"] = cached
-    if not capture_content:
-        # The prompts embed the response text: keep them out unless content capture is on.
-        for key in ("preprocessPrompt", "analyzePrompt", "generateReasonPrompt"):
-            data.pop(key, None)
-    return data

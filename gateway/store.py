@@ -70,7 +70,10 @@ class ScoreRecord:
     score: float | None = None
     verdict: str | None = None
     reason: str | None = None
+    reason_status: str | None = None  # pending | done | off | error | skipped | dropped
     status_reason: str | None = None
+    judge_calls: int | None = None
+    judge_tokens: int | None = None
     result: dict[str, Any] | None = None
     response_id: str | None = None
     request_id: str | None = None
@@ -94,6 +97,7 @@ class CacheEntry:
 _COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
 _BOOL_COLUMNS = frozenset({"stream", "partial", "truncated"})
 _REAL_COLUMNS = frozenset({"created_at", "updated_at", "score"})
+_INT_COLUMNS = frozenset({"judge_calls", "judge_tokens"})
 _JSON_COLUMNS = frozenset({"result"})
 
 _SCHEMA = """
@@ -111,7 +115,10 @@ CREATE TABLE IF NOT EXISTS scores (
     score REAL,
     verdict TEXT,
     reason TEXT,
+    reason_status TEXT,
     status_reason TEXT,
+    judge_calls INTEGER,
+    judge_tokens INTEGER,
     result TEXT,
     response_id TEXT,
     request_id TEXT,
@@ -177,7 +184,12 @@ def _set_done(future: asyncio.Future[None]) -> None:
 
 
 # Columns added after the first release, for files created before them.
-_ADDED_COLUMNS = {"truncated": "INTEGER NOT NULL DEFAULT 0"}
+_ADDED_COLUMNS = {
+    "truncated": "INTEGER NOT NULL DEFAULT 0",
+    "reason_status": "TEXT",
+    "judge_calls": "INTEGER",
+    "judge_tokens": "INTEGER",
+}
 
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:
@@ -207,6 +219,8 @@ def _to_row(record: ScoreRecord) -> tuple[object, ...]:
             row.append(int(bool(value)))
         elif name in _REAL_COLUMNS:
             row.append(float(value))
+        elif name in _INT_COLUMNS:
+            row.append(int(value))
         elif name in _JSON_COLUMNS:
             row.append(valid_text(json.dumps(value, ensure_ascii=False, separators=(",", ":"))))
         elif isinstance(value, str):

@@ -46,15 +46,25 @@ class RunningGateway:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
     def wait_for_score(
-        self, run_id: str, *, timeout: float = 10, api_key: str | None = None
+        self,
+        run_id: str,
+        *,
+        timeout: float = 10,
+        api_key: str | None = None,
+        reason: bool = False,
     ) -> dict[str, Any]:
-        """Poll the score endpoint, as a client would, until the status is final."""
+        """Poll the score endpoint, as a client would, until the status is final.
+
+        With `reason`, also until a deferred explanation is no longer pending.
+        """
         deadline = time.monotonic() + timeout
         with self.http(api_key) as http:
             while True:
                 response = http.get(f"/v1/bias/scores/{run_id}")
-                if response.status_code == 200 and response.json()["status"] != "pending":
-                    return dict(response.json())
+                body = response.json() if response.status_code == 200 else {}
+                final = body.get("status", "pending") != "pending"
+                if final and not (reason and body.get("reason_status") == "pending"):
+                    return dict(body)
                 if time.monotonic() > deadline:
                     raise AssertionError(f"score {run_id} not final: {response.text}")
                 time.sleep(0.02)

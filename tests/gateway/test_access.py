@@ -23,6 +23,7 @@ REQUEST = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}
 def test_access_and_score_lines(fake_openai: FakeOpenAI, make_gateway: MakeGateway) -> None:
     gateway = make_gateway(
         keys=[{"key": "team-key-000001", "name": "team-a"}],
+        judge={"reason": "inline"},
         **policy(mode="enforce", block_action="replace"),
     )
     with capture_logs() as logs, gateway.http("team-key-000001") as http:
@@ -43,6 +44,9 @@ def test_access_and_score_lines(fake_openai: FakeOpenAI, make_gateway: MakeGatew
     assert scored["run_id"] == response.headers["x-bias-run-id"]
     assert scored["status"] == "scored"
     assert scored["judge_calls"] == 3
+    assert scored["judge_tokens"] > 0
+    assert scored["calls_by_step"] == {"preprocess": 1, "analyze": 1, "generate_reason": 1}
+    assert scored["reason_status"] == "done"
     assert scored["judge_ms"] > 0
     assert "team-key-000001" not in json.dumps(logs, default=str)
 

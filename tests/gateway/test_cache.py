@@ -93,11 +93,20 @@ def test_keys_depend_on_the_scorer_options() -> None:
     keys = {
         cache_key(scorer(), "text"),
         cache_key(scorer(scale=10), "text"),
-        cache_key(scorer(include_reason=False), "text"),
+        cache_key(scorer(pipeline="single"), "text"),
+        cache_key(scorer(judge_whole_text_when_no_opinions=False), "text"),
         cache_key(scorer(), "other text"),
     }
-    assert len(keys) == 4
+    assert len(keys) == 5
     assert cache_key(scorer(), "text") == cache_key(scorer(), "text")
+    # The explanation is added to an entry once known: the reason mode is not in the key.
+    assert cache_key(scorer(reason="off"), "text") == cache_key(scorer(), "text")
+
+
+def test_keys_change_with_the_prompt_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = cache_key(scorer(), "text")
+    monkeypatch.setattr("gateway.cache.PROMPT_VERSION", "another")
+    assert cache_key(scorer(), "text") != before
 
 
 def test_bad_size() -> None:
@@ -108,7 +117,9 @@ def test_bad_size() -> None:
 def test_gateway_reuses_verdicts_for_a_repeated_response(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
-    gateway = make_gateway(**policy(mode="enforce", block_action="replace"))
+    gateway = make_gateway(
+        judge={"reason": "inline"}, **policy(mode="enforce", block_action="replace")
+    )
     client = gateway.client()
     first = client.chat.completions.with_raw_response.create(
         model="m", messages=[{"role": "user", "content": "a"}]
@@ -128,7 +139,8 @@ def test_gateway_reuses_verdicts_for_a_repeated_response(
 
 def test_cache_can_be_turned_off(fake_openai: FakeOpenAI, make_gateway: MakeGateway) -> None:
     gateway = make_gateway(
-        judge={"cache_size": 0}, **policy(mode="enforce", block_action="replace")
+        judge={"cache_size": 0, "reason": "inline"},
+        **policy(mode="enforce", block_action="replace"),
     )
     for _ in range(2):
         gateway.client().chat.completions.create(
@@ -157,7 +169,7 @@ def test_a_persisted_cache_survives_a_restart(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway, tmp_path: Path
 ) -> None:
     options: dict[str, Any] = {
-        "judge": {"cache_persist": True},
+        "judge": {"cache_persist": True, "reason": "inline"},
         **policy(mode="enforce", block_action="replace"),
     }
     first = make_gateway(**options)
@@ -183,7 +195,7 @@ def test_the_persisted_cache_is_bounded_by_cache_size(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway, tmp_path: Path
 ) -> None:
     gateway = make_gateway(
-        judge={"cache_persist": True, "cache_size": 2},
+        judge={"cache_persist": True, "cache_size": 2, "reason": "inline"},
         **policy(mode="enforce", block_action="replace"),
     )
     for index in range(5):

@@ -99,7 +99,7 @@ def test_enforce_block_is_a_422_envelope(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
     fake_openai.reply = BIASED
-    gateway = make_gateway(**policy(mode="enforce"))
+    gateway = make_gateway(judge={"reason": "inline"}, **policy(mode="enforce"))
 
     with pytest.raises(openai.UnprocessableEntityError) as caught:
         gateway.client().chat.completions.create(model="gpt-test", messages=MESSAGES)
@@ -197,7 +197,12 @@ def test_n_choices_are_all_scored_and_the_worst_wins(
 
     assert raw.headers["x-bias-score"] == "1"
     assert [c.finish_reason for c in raw.parse().choices] == ["content_filter"] * 2
-    assert fake_openai.judge_calls() == 6
+    assert fake_openai.steps().count("analyze") == 2  # both choices were judged
+    record = gateway.wait_for_score(raw.headers["x-bias-run-id"], reason=True)
+    assert record["reason_status"] == "done"
+    analyzed = [r for r in fake_openai.requests if r.step == "reason"]
+    assert len(analyzed) == 1  # only the worst choice is explained
+    assert BIASED in analyzed[0].body["messages"][-1]["content"]
 
 
 def test_client_may_override_the_mode_only_when_allowed(

@@ -42,7 +42,10 @@ def scrape(gateway: RunningGateway, api_key: str | None = None) -> str:
 
 
 def test_counters_move_with_traffic(fake_openai: FakeOpenAI, make_gateway: MakeGateway) -> None:
-    gateway = make_gateway(**policy(mode="enforce", sample_rate=0.5, block_action="replace"))
+    gateway = make_gateway(
+        judge={"reason": "inline"},
+        **policy(mode="enforce", sample_rate=0.5, block_action="replace"),
+    )
     with gateway.http() as http:
         for _ in range(4):
             http.post("/v1/chat/completions", json=REQUEST)
@@ -64,10 +67,14 @@ def test_counters_move_with_traffic(fake_openai: FakeOpenAI, make_gateway: MakeG
     assert sample(text, "bias_judge_step_duration_seconds_count", step="analyze") == 1
     assert sample(text, "gen_ai_client_operation_duration_seconds_count", role="upstream") == 4
     assert sample(text, "gen_ai_client_operation_duration_seconds_count", role="judge") == 3
+    # One observation per judge call (step), like the semantic convention's histogram.
     assert (
         sample(text, "gen_ai_client_token_usage_count", gen_ai_token_type="input", role="judge")
-        == 1
+        == 3
     )
+    for step in ("preprocess", "analyze", "generate_reason"):
+        assert sample(text, "bias_judge_calls_total", step=step) == 1
+        assert sample(text, "bias_judge_tokens_total", step=step, type="input") > 0
     assert sample(text, "bias_scoring_queue_depth") == 0
 
 

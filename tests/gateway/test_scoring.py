@@ -93,7 +93,8 @@ def test_the_rate_limit_headers_of_a_judge_are_honoured(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
     fake_openai.judge_max_rps = 2  # the fake answers 429 with x-ratelimit-reset-requests
-    gateway = make_gateway(judge={"max_retries": 0}, **policy(mode="enforce"))
+    fake_openai.unique_replies = True
+    gateway = make_gateway(judge={"max_retries": 0, "reason": "inline"}, **policy(mode="enforce"))
     with gateway.http() as http:
         responses = [http.post("/v1/chat/completions", json=CHAT) for _ in range(2)]
     assert [r.headers["x-bias-status"] for r in responses] == ["scored", "scored"]

@@ -53,7 +53,9 @@ def test_enforce_span_tree_and_evaluation_event(
 ) -> None:
     fake_openai.reply = REPLY
     gateway = make_gateway(
-        otel=captured.telemetry, **policy(mode="enforce", block_action="replace")
+        otel=captured.telemetry,
+        judge={"reason": "inline"},
+        **policy(mode="enforce", block_action="replace"),
     )
 
     raw = gateway.client().chat.completions.with_raw_response.create(
@@ -243,6 +245,7 @@ def test_content_is_captured_when_switched_on(
     chat = dict(captured.one("chat m").attributes or {})
     assert MESSAGES[0]["content"] in chat["gen_ai.input.messages"]
     assert REPLY in chat["gen_ai.output.messages"]
+    wait_for(lambda: bool(captured.events()))  # the deferred explanation comes with the event
     (event,) = captured.events()
     assert dict(event.attributes or {})["gen_ai.evaluation.explanation"] == fake_openai.reason
 
