@@ -9,14 +9,16 @@ import platform
 import signal
 import subprocess
 import sys
+import tempfile
 from importlib import metadata
 from pathlib import Path
 from types import FrameType
 
+from bench import realistic
 from bench.loadgen import WrkMissing
 from bench.report import markdown, write_all
 from bench.runner import CHUNKS, Plan, run_all
-from bench.targets import evaluate
+from bench.targets import evaluate, realistic_targets
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -62,6 +64,20 @@ def main(argv: list[str] | None = None) -> int:
         "--paced-rate", type=float, default=200.0, help="requests/s of the paced c=1 probe (200)"
     )
     parser.add_argument("--only", action="append", help="run only this config (repeatable)")
+    parser.add_argument(
+        "--realistic",
+        action="store_true",
+        help="run only the realistic scenario (slow, rate-limited judge; paced open loop)",
+    )
+    parser.add_argument("--no-realistic", action="store_true", help="run only the CPU scenario")
+    parser.add_argument(
+        "--realistic-duration", type=float, default=30.0, help="seconds of load per cell (30)"
+    )
+    parser.add_argument(
+        "--realistic-rates",
+        default="20,100,300",
+        help="comma-separated request rates of the realistic scenario (20,100,300)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     parser.add_argument(
         "--gateway-log-level",
@@ -82,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     now = datetime.datetime.now()
     source = _source()  # before the run: that is the code the gateways start with
+    if args.realistic:
+        return _realistic(args, args.out, now, source)
     try:
         results = run_all(plan)
     except WrkMissing as exc:
@@ -111,6 +129,36 @@ def main(argv: list[str] | None = None) -> int:
     results["targets"] = [target.to_dict() for target in evaluate(results)]
     paths = write_all(results, args.out)
     print(markdown(results))
+    print("wrote " + ", ".join(str(path) for path in paths))
+    if args.no_realistic:
+        return 0
+    return _realistic(args, args.out, now, source)
+
+
+def _realistic(
+    args: argparse.Namespace, out: Path, now: datetime.datetime, source: dict[str, object]
+) -> int:
+    try:
+        rates = tuple(float(rate) for rate in args.realistic_rates.split(","))
+    except ValueError:
+        print(f"bench: --realistic-rates: not numbers: {args.realistic_rates}", file=sys.stderr)
+        return 2
+    plan = realistic.RealisticPlan(rates=rates, duration=args.realistic_duration)
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-realistic-") as work:
+            results = realistic.run_realistic(plan, Path(work))
+    except KeyboardInterrupt:
+        print("bench: interrupted; every process it started was stopped", file=sys.stderr)
+        return 130
+    results["meta"] = {
+        "date": now.strftime("%Y-%m-%d-%H%M"),
+        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        "versions": _versions(),
+        "source": source,
+    }
+    results["targets"] = [target.to_dict() for target in realistic_targets(results)]
+    paths = realistic.write_results(results, out)
+    print(realistic.markdown(results))
     print("wrote " + ", ".join(str(path) for path in paths))
     return 0
 

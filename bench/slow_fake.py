@@ -1,0 +1,126 @@
+"""A fake upstream or judge with real-world pace: `python -m bench.slow_fake --port N ...`.
+
+What the realistic scenario needs that `bench.fake_server` does not give:
+- the upstream's first byte after `--ttft` seconds (300 ms), then stream chunks
+  every `--chunk-interval` seconds (20 ms); a non-streaming answer after the
+  same total time;
+- judge calls that take `--judge-latency` seconds ± `--jitter` (1 s ± 30 %,
+  uniform), and answer 429 with `Retry-After` and `x-ratelimit-reset-requests`
+  above `--judge-rps` calls a second (a sliding one-second window), as
+  OpenAI's API does;
+- `GET /bench/stats`: judge calls, 429s sent, tokens, the peak of calls in
+  flight and the judge's service times, so the harness reads what the judge saw.
+Every chat reply is unique, so no cache hides the judge's cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import time
+from typing import Any
+
+import uvicorn
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from bench.fake_server import BenchFake
+
+__all__ = ["SlowFake", "main"]
+
+
+class SlowFake(BenchFake):
+    def __init__(
+        self,
+        *,
+        chunks: int,
+        ttft: float,
+        chunk_interval: float,
+        judge_latency: float,
+        jitter: float,
+        judge_rps: float | None,
+        seed: int = 7,
+    ) -> None:
+        super().__init__(chunks)
+        self.ttft = ttft
+        self.chunk_interval = chunk_interval
+        self.judge_latency = judge_latency
+        self.jitter = jitter
+        self.judge_max_rps = judge_rps
+        self._random = random.Random(seed)
+        self.service_ms: list[float] = []
+        self.tokens = 0
+        self.judge_answered = 0
+
+        async def stats(request: Request) -> Response:
+            return JSONResponse(self.stats())
+
+        self.app.router.routes.insert(0, Route("/bench/stats", stats, methods=["GET"]))
+
+    def stats(self) -> dict[str, Any]:
+        times = sorted(self.service_ms)
+        return {
+            "judge_calls": self.judge_answered,
+            "rate_limited": self.rate_limited,
+            "tokens": self.tokens,
+            "peak_in_flight": self.judge_peak_in_flight,
+            "service_ms_p50": times[len(times) // 2] if times else None,
+        }
+
+    async def _answer_chat(self, step: str, body: dict[str, Any]) -> Response:
+        if step == "chat":
+            if not body.get("stream"):
+                await asyncio.sleep(self.ttft + self.chunk_interval * self.chunks)
+            else:
+                await asyncio.sleep(self.ttft)
+            return await super()._answer_chat(step, body)
+        started = time.perf_counter()
+        spread = self.judge_latency * self.jitter
+        await asyncio.sleep(max(0.0, self.judge_latency + self._random.uniform(-spread, spread)))
+        response = await super()._answer_chat(step, body)
+        self.service_ms.append((time.perf_counter() - started) * 1000)
+        self.judge_answered += 1
+        self.tokens += self._usage_tokens(body)
+        return response
+
+    @staticmethod
+    def _usage_tokens(body: dict[str, Any]) -> int:
+        messages = body.get("messages") or []
+        chars = sum(len(m.get("content") or "") for m in messages if isinstance(m, dict))
+        return chars // 4 + 60  # the fake's answers are short; a rough count, as the fake reports
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.slow_fake")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--chunks", type=int, default=50)
+    parser.add_argument("--ttft", type=float, default=0.3)
+    parser.add_argument("--chunk-interval", type=float, default=0.02)
+    parser.add_argument("--judge-latency", type=float, default=1.0)
+    parser.add_argument("--jitter", type=float, default=0.3)
+    parser.add_argument("--judge-rps", type=float, default=None)
+    args = parser.parse_args()
+    fake = SlowFake(
+        chunks=args.chunks,
+        ttft=args.ttft,
+        chunk_interval=args.chunk_interval,
+        judge_latency=args.judge_latency,
+        jitter=args.jitter,
+        judge_rps=args.judge_rps,
+    )
+    fake.chunk_delay = args.chunk_interval
+    uvicorn.run(
+        fake.app,
+        host="127.0.0.1",
+        port=args.port,
+        workers=1,
+        log_level="warning",
+        access_log=False,
+        backlog=4096,
+    )
+
+
+if __name__ == "__main__":
+    main()
