@@ -17,20 +17,30 @@ errors of `guard.errors`.
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import json
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 
-from guard.errors import JudgeOutputError, JudgeTimeout, JudgeUnavailable
+from guard.errors import JudgeTimeout, JudgeUnavailable
 from guard.limits import JudgeLimiter, estimate_tokens, rate_limit_delay
+from guard.wire import (
+    FormatRejected,
+    JudgeReply,
+    Message,
+    OutputSchema,
+    RetryableFailure,
+    StructuredMode,
+    Usage,
+    check_status,
+    openai_request,
+    read_completion,
+    response_format,
+    weaker,
+)
 
 __all__ = [
     "BaseJudge",
@@ -51,44 +61,7 @@ __all__ = [
     "resolve_judge",
 ]
 
-Message = dict[str, str]
-
-_RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _tracer = trace.get_tracer("guard")
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Judge token usage, summed over calls."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class OutputSchema:
-    """The JSON shape a prompt asks for: a name and a JSON schema."""
-
-    name: str
-    schema: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeReply:
-    text: str
-    usage: Usage = field(default_factory=Usage)
-
-
-class StructuredMode(StrEnum):
-    JSON_SCHEMA = "json_schema"
-    JSON_OBJECT = "json_object"
-    PROMPT = "prompt"
 
 
 @runtime_checkable
@@ -103,19 +76,6 @@ class Judge(Protocol):
     ) -> JudgeReply: ...
 
     async def aclose(self) -> None: ...
-
-
-class FormatRejected(Exception):
-    """Raised by `send_once` when the endpoint refuses the `response_format` sent."""
-
-
-class RetryableFailure(Exception):
-    """Raised by `send_once` for a failure worth retrying: 429, 5xx, a refused connection."""
-
-    def __init__(self, message: str, status_code: int | None, retry_after: float | None) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.retry_after = retry_after
 
 
 class BaseJudge:
@@ -179,12 +139,12 @@ class BaseJudge:
             while True:
                 mode = self.structured if schema is not None else StructuredMode.PROMPT
                 try:
-                    reply = await self._send_with_retries(messages, _response_format(mode, schema))
+                    reply = await self._send_with_retries(messages, response_format(mode, schema))
                 except FormatRejected as exc:
                     if mode is StructuredMode.PROMPT:
                         raise JudgeUnavailable(str(exc), status_code=400) from exc
                     # Remember the downgrade: the endpoint will refuse it next time too.
-                    self.structured = _weaker(mode)
+                    self.structured = weaker(mode)
                     continue
                 span.set_attribute("gen_ai.usage.input_tokens", reply.usage.prompt_tokens)
                 span.set_attribute("gen_ai.usage.output_tokens", reply.usage.completion_tokens)
@@ -423,77 +383,6 @@ def resolve_judge(
     )
 
 
-def openai_request(
-    model: str,
-    messages: Sequence[Message],
-    response_format: dict[str, Any] | None,
-    temperature: float | None,
-    api_key: str | None,
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """The JSON body and headers of one chat-completion call, trace context included."""
-    body: dict[str, Any] = {"model": model, "messages": list(messages)}
-    if temperature is not None:
-        body["temperature"] = temperature
-    if response_format is not None:
-        body["response_format"] = response_format
-    headers = {"content-type": "application/json"}
-    if api_key:
-        headers["authorization"] = f"Bearer {api_key}"
-    propagate.inject(headers)
-    return body, headers
-
-
-def check_status(
-    status: int,
-    text: str,
-    response_format: dict[str, Any] | None,
-    retry_after: str | float | None,
-) -> None:
-    """Raise the judge error an HTTP status means; return for a 2xx/3xx.
-
-    `retry_after` is the `Retry-After` header, or seconds already read from the
-    rate-limit headers (`guard.limits.rate_limit_delay`).
-    """
-    if status in _RETRYABLE_STATUS:
-        delay = _retry_after(retry_after) if isinstance(retry_after, str) else retry_after
-        raise RetryableFailure(f"judge answered HTTP {status}", status, delay)
-    if status in (400, 422) and response_format is not None:
-        raise FormatRejected(f"judge refused response_format: {text[:200]}")
-    if status >= 400:
-        raise JudgeUnavailable(f"judge answered HTTP {status}: {text[:200]}", status_code=status)
-
-
-def _response_format(mode: StructuredMode, schema: OutputSchema | None) -> dict[str, Any] | None:
-    if schema is None or mode is StructuredMode.PROMPT:
-        return None
-    if mode is StructuredMode.JSON_OBJECT:
-        return {"type": "json_object"}
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema.name, "schema": schema.schema, "strict": True},
-    }
-
-
-def _weaker(mode: StructuredMode) -> StructuredMode:
-    if mode is StructuredMode.JSON_SCHEMA:
-        return StructuredMode.JSON_OBJECT
-    return StructuredMode.PROMPT
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, parsed.timestamp() - time.time())
-
-
 def _refused(exc: BaseException) -> bool:
     """A connection refused or reset somewhere behind a reported timeout.
 
@@ -508,32 +397,3 @@ def _refused(exc: BaseException) -> bool:
             return True
         current = current.__cause__ or current.__context__
     return False
-
-
-def read_completion(raw: str) -> JudgeReply:
-    """Take the text and token usage out of a chat-completion JSON body."""
-    try:
-        body = json.loads(raw)
-        content = body["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
-        raise JudgeOutputError("judge response is not a chat completion", raw=raw[:2000]) from exc
-    if not isinstance(content, str):
-        raise JudgeOutputError("judge response has no text content", raw=raw[:2000])
-    usage = body.get("usage") if isinstance(body, dict) else None
-    if not isinstance(usage, dict):
-        usage = {}  # usage is optional information: what cannot be read counts as 0
-    return JudgeReply(
-        text=content,
-        usage=Usage(
-            prompt_tokens=_token_count(usage.get("prompt_tokens")),
-            completion_tokens=_token_count(usage.get("completion_tokens")),
-        ),
-    )
-
-
-def _token_count(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    if value != value or value in (float("inf"), float("-inf")) or value < 0:
-        return 0
-    return int(value)

@@ -36,6 +36,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass
 
 from guard.errors import JudgeTimeout
+from guard.wire import retry_after_seconds
 
 __all__ = [
     "JudgeLimiter",
@@ -86,10 +87,8 @@ def rate_limit_delay(headers: Mapping[str, str]) -> float | None:
     >>> rate_limit_delay({"x-ratelimit-reset-requests": "1m30s", "retry-after": "2"})
     90.0
     """
-    from guard.judge import _retry_after  # the judge module parses Retry-After
-
     lowered = {name.lower(): value for name, value in headers.items()}
-    delays = [_retry_after(lowered.get("retry-after"))]
+    delays = [retry_after_seconds(lowered.get("retry-after"))]
     for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"):
         delays.append(_duration(lowered.get(name)))
     found = [delay for delay in delays if delay is not None]

@@ -17,7 +17,7 @@ from guard import (
     resolve_judge,
 )
 from guard.bias.prompts import EXTRACT_SCHEMA
-from guard.judge import _retry_after, read_completion
+from guard.wire import read_completion, retry_after_seconds
 from tests.support.fake_openai import FakeOpenAI, Fault
 
 MESSAGES = [{"role": "user", "content": 'Return {"opinions": []}'}]
@@ -93,11 +93,11 @@ async def test_retry_after_is_honoured(fake_openai: FakeOpenAI) -> None:
     [(None, None), ("", None), ("2", 2.0), ("-1", 0.0), ("not a date", None)],
 )
 def test_retry_after_parsing(value: str | None, expected: float | None) -> None:
-    assert _retry_after(value) == expected
+    assert retry_after_seconds(value) == expected
 
 
 def test_retry_after_http_date_in_the_past_is_zero() -> None:
-    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
 
 
 @pytest.mark.parametrize(
