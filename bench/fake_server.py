@@ -46,7 +46,8 @@ class BenchFake(FakeOpenAI):
         async def last_stream(request: Request) -> Response:
             return Response(b"".join(self.sent), media_type="application/octet-stream")
 
-        self.app.router.routes.append(Route("/bench/last-stream", last_stream, methods=["GET"]))
+        # First: the test fake ends with a catch-all route that would answer it otherwise.
+        self.app.router.routes.insert(0, Route("/bench/last-stream", last_stream, methods=["GET"]))
 
     def _answer(self, step: str, body: dict[str, Any]) -> str:
         if step != "chat":

@@ -187,8 +187,8 @@ def _response_facts(completion: dict[str, Any] | None, tap: StreamTap | None) ->
             [c for c in raw_choices if isinstance(c, dict)] if isinstance(raw_choices, list) else []
         )
         return {
-            "id": id_text(completion.get("id")),
-            "model": id_text(completion.get("model")),
+            "id": _id_text(completion.get("id")),
+            "model": _id_text(completion.get("model")),
             "finish_reasons": [
                 str(c.get("finish_reason")) for c in choices if c.get("finish_reason")
             ],
@@ -205,7 +205,7 @@ def _response_facts(completion: dict[str, Any] | None, tap: StreamTap | None) ->
     return {}
 
 
-def id_text(value: object) -> str | None:
+def _id_text(value: object) -> str | None:
     """An upstream's `id` (or `model`) as text: numbers are spelled out, other types dropped."""
     if isinstance(value, str):
         return valid_text(value)
@@ -390,7 +390,7 @@ class _Call:
         if completion is None or not readable_completion(completion):
             return self._unreadable(upstream)
         texts = [text for text in completion_texts(completion).values() if text]
-        self.job.response_id = id_text(completion.get("id"))
+        self.job.response_id = _id_text(completion.get("id"))
         if not texts:
             outcome = scoring.skip(self.job, "no_text")
         elif self.mode == "monitor":
