@@ -26,12 +26,14 @@ def _reader(path: Path) -> Iterator[sqlite3.Connection]:
 
 
 def pending_count(path: Path, since: float) -> int:
-    """Rows created since `since` that are not in a final status yet."""
+    """Rows created since `since` that are not final yet, or whose explanation is pending."""
     if not path.exists():
         return 0
     with _reader(path) as conn:
         (count,) = conn.execute(
-            "SELECT COUNT(*) FROM scores WHERE created_at >= ? AND status = 'pending'", (since,)
+            "SELECT COUNT(*) FROM scores WHERE created_at >= ?"
+            " AND (status = 'pending' OR reason_status = 'pending')",
+            (since,),
         ).fetchone()
     return int(count)
 

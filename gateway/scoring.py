@@ -136,10 +136,16 @@ class Scoring:
         `error` with `JudgeTimeout`, which the policy's `on_judge_error` decides.
         """
         with limits.deadline(self.enforce_deadline):
-            return await self._score(request, texts)
+            return await self._score(request, texts, in_request=True)
 
-    async def _score(self, request: ScoreRequest, texts: list[str]) -> Outcome:
+    async def _score(
+        self, request: ScoreRequest, texts: list[str], *, in_request: bool = False
+    ) -> Outcome:
+        """Judge, explain as `reason` says, record. A `deferred` explanation is deferred
+        only `in_request`: a background job has no response waiting, so it explains at
+        once, which spares the record a write and the loop a task."""
         texts = self._judged_texts(request, texts)
+        explain_now = self.reason == "inline" or (self.reason == "deferred" and not in_request)
         monitor = request.mode == "monitor" and request.chat_span is not None
         with self.telemetry.tracer.start_as_current_span(
             "evaluation bias",
@@ -150,7 +156,7 @@ class Scoring:
             outcome = await self.judging.verdicts(request, texts)
             self.recorder.observe_score(request, outcome)
             if outcome.status == "scored" and outcome.reason_status is None:
-                if self.reason == "inline":
+                if explain_now:
                     await self._explain(outcome, texts)
                 elif self.reason == "off":
                     outcome.reason_status = "off"
