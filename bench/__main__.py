@@ -55,6 +55,16 @@ def _source() -> dict[str, object]:
     }
 
 
+def _meta(now: datetime.datetime, source: dict[str, object]) -> dict[str, object]:
+    """When, where and what was measured: the same in both scenarios' results."""
+    return {
+        "date": now.strftime("%Y-%m-%d-%H%M"),
+        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        "versions": _versions(),
+        "source": source,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per cell (8)")
@@ -109,8 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench: interrupted; every process it started was stopped", file=sys.stderr)
         return 130
     results["meta"] = {
-        "date": now.strftime("%Y-%m-%d-%H%M"),
-        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        **_meta(now, source),
         "chunks": CHUNKS,
         "plan": {
             "duration": plan.duration,
@@ -123,8 +132,6 @@ def main(argv: list[str] | None = None) -> int:
         "environment": {
             name: value for name, value in os.environ.items() if name.startswith(("OTEL_", "BIAS_"))
         },
-        "versions": _versions(),
-        "source": source,
     }
     results["targets"] = [target.to_dict() for target in evaluate(results)]
     paths = write_all(results, args.out)
@@ -150,12 +157,7 @@ def _realistic(
     except KeyboardInterrupt:
         print("bench: interrupted; every process it started was stopped", file=sys.stderr)
         return 130
-    results["meta"] = {
-        "date": now.strftime("%Y-%m-%d-%H%M"),
-        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
-        "versions": _versions(),
-        "source": source,
-    }
+    results["meta"] = _meta(now, source)
     results["targets"] = [target.to_dict() for target in realistic_targets(results)]
     paths = realistic.write_results(results, out)
     print(realistic.markdown(results))

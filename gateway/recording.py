@@ -97,6 +97,11 @@ class Recorder:
             judge_calls=calls if result else None,
             judge_tokens=tokens if result else None,
             calls_by_step=result.calls_by_step if result else None,
+            tokens_by_step=(
+                {step: usage.total_tokens for step, usage in result.usage_by_step.items()}
+                if result
+                else None
+            ),
             cached=outcome.cached,
         )
 

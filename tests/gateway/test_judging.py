@@ -80,6 +80,8 @@ def test_the_score_line_and_event_wait_for_the_explanation(
     assert line["reason_status"] == "done"
     assert line["judge_calls"] == 3
     assert line["calls_by_step"] == {"preprocess": 1, "analyze": 1, "generate_reason": 1}
+    assert set(line["tokens_by_step"]) == set(line["calls_by_step"])
+    assert sum(line["tokens_by_step"].values()) == line["judge_tokens"]
 
 
 @pytest.mark.parametrize(
