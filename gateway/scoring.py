@@ -74,11 +74,8 @@ class Scoring:
         self.enforce_deadline = enforce_deadline
         self.max_text_chars = max_text_chars
         self.reason: ReasonMode = reason
-        self.store = store
         self.telemetry = telemetry
         self.metrics = metrics
-        self.capture_content = capture_content
-        self.cache = cache
         self.judging = Judging(
             scorer, cache=cache, capture_content=capture_content, metrics=metrics
         )

@@ -115,7 +115,6 @@ class LimiterStats:
 
     in_flight: int = 0
     rate_limited: int = 0  # 429s seen
-    waited_seconds: float = 0.0  # time calls spent waiting for the limiter
 
 
 class _Bucket:
@@ -191,11 +190,6 @@ class JudgeLimiter:
         self.on_rate_limited = on_rate_limited
         self.on_wait = on_wait
 
-    @property
-    def paused_for(self) -> float:
-        """Seconds left of the current 429 pause (0 when there is none)."""
-        return max(0.0, self._paused_until - time.monotonic())
-
     def rate_limited(self, delay: float | None) -> float:
         """Record a 429 and pause every call; returns the pause in seconds.
 
@@ -240,7 +234,6 @@ class JudgeLimiter:
                 self._requests.take(1, now)
             if self._tokens is not None:
                 self._tokens.take(estimated_tokens, now)
-            self.stats.waited_seconds += now - started
             if self.on_wait is not None and now > started:
                 self.on_wait(now - started)
             self.stats.in_flight += 1
