@@ -6,6 +6,7 @@ import itertools
 import re
 import secrets
 import time
+from dataclasses import dataclass, fields
 from typing import Any
 
 import structlog
@@ -16,18 +17,57 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.metrics import Metrics
 
-__all__ = ["AccessLog", "route_of"]
+__all__ = ["AccessLog", "CallState", "call_state", "route_of"]
 
 log = structlog.get_logger("gateway.access")
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_CALL = "bias_gateway.call"  # the scope key of the request's `CallState`
+
+
+@dataclass(slots=True)
+class CallState:
+    """What one request's handling learned, for its access line and metric labels.
+
+    `AccessLog` makes it; the handler fills it in; `AccessLog` reads it once
+    the response is sent. Fields left None are left off the line.
+    """
+
+    request_id: str
+    key_name: str | None = None
+    api: str | None = None
+    model: str | None = None
+    stream: bool | None = None
+    bias_status: str | None = None
+    verdict: str | None = None
+    score: float | None = None
+    run_id: str | None = None
+    upstream_ms: float | None = None
+    partial: bool | None = None
+    client_disconnected: bool | None = None
+
+    def log_fields(self) -> dict[str, Any]:
+        return {
+            field.name: value
+            for field in fields(self)
+            if field.name != "request_id" and (value := getattr(self, field.name)) is not None
+        }
+
+
+def call_state(scope: Scope) -> CallState:
+    """The request's `CallState`; a fresh one for an app served without `AccessLog`."""
+    state = scope.get(_CALL)
+    if not isinstance(state, CallState):
+        state = CallState(request_id=secrets.token_hex(16))
+        scope[_CALL] = state
+    return state
 
 
 class AccessLog:
     """Per request: an id (`x-request-id`), a server span, metrics, and one access line.
 
-    The W3C `traceparent` of the client is honoured. Handlers add fields
-    (model, bias status, verdict, ...) to `scope["state"]["access"]`; they go
-    on the access line and into the metric labels.
+    The W3C `traceparent` of the client is honoured. Handlers fill in the
+    request's `CallState` (model, bias status, verdict, ...); it goes on the
+    access line and into the metric labels.
     """
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
@@ -40,10 +80,8 @@ class AccessLog:
             await self.app(scope, receive, send)
             return
         request_id = _request_id(scope, self.ids)
-        state = scope.setdefault("state", {})
-        state["request_id"] = request_id
-        fields: dict[str, Any] = {}
-        state["access"] = fields
+        call = CallState(request_id)
+        scope[_CALL] = call
         status = 500
         started = time.perf_counter()
         route = route_of(scope["path"])
@@ -84,17 +122,26 @@ class AccessLog:
                     path=scope["path"],
                     status=status,
                     latency_ms=round(latency * 1000, 2),
-                    **fields,
+                    **call.log_fields(),
                 )
-                model = self.metrics.model(fields.get("model"))
+                model = self.metrics.model(call.model)
                 self.metrics.requests.labels(
-                    route, model, str(status), fields.get("bias_status") or "none"
+                    route, model, str(status), call.bias_status or "none"
                 ).inc()
                 self.metrics.request_seconds.labels(route, model).observe(latency)
                 span.end()
 
 
-_ROUTES = ("/v1/chat/completions", "/v1/models", "/healthz", "/readyz", "/metrics")
+_ROUTES = (
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/responses",
+    "/v1/messages",
+    "/v1/models",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+)
 
 
 def route_of(path: str) -> str:

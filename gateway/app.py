@@ -16,10 +16,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway.access import AccessLog
+from gateway.access import AccessLog, call_state
 from gateway.auth import Authenticator
 from gateway.cache import ScoreCache
-from gateway.chat import chat_completions
 from gateway.config import Settings, load_settings, settings_from_env
 from gateway.endpoints import (
     healthz,
@@ -33,11 +32,13 @@ from gateway.errors import GatewayError, envelope, error_response
 from gateway.judge import AiohttpJudge
 from gateway.metrics import Metrics
 from gateway.paths import PathGuard
+from gateway.pipeline import ScoredEndpoint
 from gateway.policy import Sampler
 from gateway.routing import Router
 from gateway.scoring import Scoring
 from gateway.state import Gateway
 from gateway.store import CacheEntry, ScoreStore
+from gateway.surfaces import SURFACES
 from gateway.telemetry import Telemetry
 from gateway.upstream import Upstream
 from guard import BiasScorer, Judge, LiteLLMJudge
@@ -171,7 +172,10 @@ def create_app(
 
     return Starlette(
         routes=[
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            *(
+                Route(surface.route, ScoredEndpoint(surface), methods=["POST"])
+                for surface in SURFACES
+            ),
             Route("/v1/models", list_models, methods=["GET"]),
             Route("/v1/bias/scores/{run_id}", score_lookup, methods=["GET"]),
             Route(
@@ -227,7 +231,7 @@ async def _client_disconnect(request: Request, exc: Exception) -> Response:
     Nobody is there to read an answer; the access line records status 499,
     nginx's "client closed request", and no traceback.
     """
-    request.scope.setdefault("state", {}).setdefault("access", {})["client_disconnected"] = True
+    call_state(request.scope).client_disconnected = True
     return Response(status_code=CLIENT_CLOSED_REQUEST)
 
 

@@ -34,6 +34,7 @@ from pydantic import (
 from gateway.yamlenv import ConfigError, format_loc, interpolate, interpolate_tree, parse_yaml
 
 __all__ = [
+    "AnthropicSettings",
     "ConfigError",
     "JudgeSettings",
     "KeySettings",
@@ -110,6 +111,25 @@ class UpstreamSettings(_Model):
     timeout: PositiveFloat = 600.0
     # Seconds the upstream may stay silent between two reads; unset: only `timeout`.
     read_timeout: OptionalPositiveFloat = None
+
+
+class AnthropicSettings(_Model):
+    """The Anthropic-compatible upstream behind `POST /v1/messages`."""
+
+    base_url: Url = "https://api.anthropic.com"  # without /v1, as the anthropic SDK takes it
+    api_key: OptionalSecret = None
+    # Send the client's own `x-api-key` on instead of `api_key` (only without gateway keys,
+    # where the client's key is not one of the gateway's).
+    forward_client_auth: bool = False
+    version: Name = "2023-06-01"  # `anthropic-version` when the client sends none
+    timeout: PositiveFloat = 600.0
+    read_timeout: OptionalPositiveFloat = None
+
+    @model_validator(mode="after")
+    def _one_key(self) -> Self:
+        if self.forward_client_auth and self.api_key is not None:
+            raise ValueError("set api_key or forward_client_auth, not both")
+        return self
 
 
 class ModelRoute(_Model):
@@ -194,6 +214,10 @@ class Policy(_Model):
     sample_rate: Annotated[float, Field(gt=0, le=1)] = 1.0
     on_judge_error: Literal["allow", "block"] = "allow"
     allow_client_override: bool = False
+    # A `/v1` path that is not scored and not known to carry no model text: in enforce
+    # mode `refuse` answers 403 (an enforcing gateway never returns text it did not
+    # score); `allow` passes it through, marked `x-bias-skip-reason: unscored_path`.
+    unscored_paths: Literal["refuse", "allow"] = "refuse"
 
     @model_validator(mode="after")
     def _ordered_thresholds(self) -> Self:
@@ -266,6 +290,7 @@ class Settings(_Model):
     """The whole gateway configuration. `Settings()` alone is a valid monitor-mode setup."""
 
     upstream: UpstreamSettings = Field(default_factory=UpstreamSettings)
+    anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
     models: dict[str, ModelRoute] = Field(default_factory=dict)
     route_unknown_models: bool = True
     judge: JudgeSettings = Field(default_factory=JudgeSettings)

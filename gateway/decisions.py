@@ -1,30 +1,136 @@
-"""Rendering bias outcomes: headers, block envelopes, refusals. The one place decisions show."""
+"""Bias decisions: what an `Outcome` means for the response, and the `x-bias-*` headers.
+
+A decision is a value, never an exception. `decide()` is the one place that
+reads an outcome against its policy; every surface and delivery (a whole
+body, a buffered stream, a live stream) renders what it returns:
+
+- `DELIVER`: the answer goes out as the upstream gave it;
+- `REPLACE`: the answer is swapped for the policy's refusal text;
+- a `Refusal`: an error (block, judge failure, unreadable answer) that each
+  surface writes in its own shape (`Surface.error_body`, `Surface.error_frame`).
+"""
 
 from __future__ import annotations
 
-import json
-import time
-from typing import Any
-
-from starlette.responses import JSONResponse, Response
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from gateway.config import Policy
-from gateway.errors import envelope
-from gateway.scoring import Outcome
-from gateway.sse import encode_event
+from gateway.errors import GatewayError, error_details, status_of, unreadable_error
+from gateway.policy import Verdict
+from guard import BiasResult
 
 __all__ = [
-    "bias_chunk",
+    "DELIVER",
+    "REPLACE",
+    "Decision",
+    "Outcome",
+    "OutcomeStatus",
+    "ReasonStatus",
+    "Refusal",
+    "bias_details",
     "bias_headers",
-    "block_envelope",
-    "judge_error_envelope",
-    "refusal_stream",
-    "refused_completion",
-    "render_block",
+    "block_refusal",
+    "decide",
+    "skip_headers",
 ]
+
+OutcomeStatus = Literal["pending", "scored", "error", "skipped", "dropped"]
+# Where the explanation of a score stands: `pending` while a deferred one is
+# generated, `done`, `off` (not asked for), `error` (the judge failed it),
+# `skipped` (too many waiting) or `dropped` (the gateway stopped first).
+ReasonStatus = Literal["pending", "done", "off", "error", "skipped", "dropped"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a scoring came to; `decide()` turns it into what the client sees."""
+
+    run_id: str
+    status: OutcomeStatus
+    score: float | None = None
+    verdict: Verdict | None = None
+    reason: str | None = None
+    status_reason: str | None = None  # skip reason, or the judge error's type
+    result: BiasResult | None = None
+    judge_ms: float | None = None
+    cached: bool = False  # the verdicts came from the content-hash cache
+    reason_status: ReasonStatus | None = None  # for scored outcomes
+    text_index: int = 0  # which of the request's texts (choices) decided the score
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """An error answer in no surface's shape yet: status, OpenAI type and code, details."""
+
+    status: int
+    type: str
+    code: str
+    message: str
+    param: str | None = None
+    bias: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, exc: GatewayError) -> Refusal:
+        status, kind, code = status_of(exc)
+        bias = error_details(exc).get("bias")
+        return cls(status, kind, code, exc.message, param=exc.param, bias=bias)
+
+    def extra(self) -> dict[str, Any]:
+        """The fields beyond message/type/code a rendered error carries."""
+        return {} if self.bias is None else {"bias": self.bias}
+
+
+DELIVER: Literal["deliver"] = "deliver"
+REPLACE: Literal["replace"] = "replace"
+Decision = Literal["deliver", "replace"] | Refusal
+
+
+def decide(outcome: Outcome, policy: Policy, *, enforce: bool) -> Decision:
+    """What the client gets for `outcome`. Only `enforce` ever withholds an answer.
+
+    An answer the gateway could not read is refused in enforce whatever
+    `on_judge_error` says: it cannot tell what text the client would see.
+    A judge failure is never confused with a block.
+    """
+    if not enforce:
+        return DELIVER
+    if outcome.status == "skipped" and outcome.status_reason == "unreadable":
+        return Refusal.of(unreadable_error())
+    if outcome.status == "error" and policy.on_judge_error == "block":
+        return Refusal(
+            503,
+            "bias_judge_error",
+            "bias_judge_unavailable",
+            "The bias judge failed and the policy blocks unscored responses.",
+            bias={"run_id": outcome.run_id, "error_type": outcome.status_reason},
+        )
+    if outcome.verdict == "block":
+        if policy.block_action == "replace":
+            return REPLACE
+        return block_refusal(outcome, policy)
+    return DELIVER
+
+
+def block_refusal(outcome: Outcome, policy: Policy) -> Refusal:
+    """The block as an error; also what a live stream ends with when it cannot be replaced."""
+    return Refusal(
+        policy.block_status,
+        "bias_policy_violation",
+        "bias_threshold_exceeded",
+        f"The response was blocked by the bias policy: score {outcome.score:g} "
+        f"is at or above the block threshold {policy.block_threshold:g}.",
+        bias={
+            "score": outcome.score,
+            "threshold": policy.block_threshold,
+            "reason": outcome.reason,
+            "run_id": outcome.run_id,
+        },
+    )
 
 
 def bias_headers(outcome: Outcome) -> dict[str, str]:
+    """The `x-bias-*` headers of a response whose outcome is known (or pending)."""
     headers = {"x-bias-status": outcome.status, "x-bias-run-id": outcome.run_id}
     if outcome.status == "scored" and outcome.score is not None and outcome.verdict is not None:
         headers["x-bias-score"] = f"{outcome.score:g}"
@@ -36,95 +142,17 @@ def bias_headers(outcome: Outcome) -> dict[str, str]:
     return headers
 
 
-def block_envelope(outcome: Outcome, policy: Policy) -> dict[str, Any]:
-    return envelope(
-        f"The response was blocked by the bias policy: score {outcome.score:g} "
-        f"is at or above the block threshold {policy.block_threshold:g}.",
-        type="bias_policy_violation",
-        code="bias_threshold_exceeded",
-        bias={
-            "score": outcome.score,
-            "threshold": policy.block_threshold,
-            "reason": outcome.reason,
-            "run_id": outcome.run_id,
-        },
-    )
+def skip_headers(reason: str) -> dict[str, str]:
+    """The headers of a response that was not scored and has no run id."""
+    return {"x-bias-status": "skipped", "x-bias-skip-reason": reason}
 
 
-def judge_error_envelope(outcome: Outcome) -> dict[str, Any]:
-    return envelope(
-        "The bias judge failed and the policy blocks unscored responses.",
-        type="bias_judge_error",
-        code="bias_judge_unavailable",
-        bias={"run_id": outcome.run_id, "error_type": outcome.status_reason},
-    )
-
-
-def render_block(
-    outcome: Outcome, policy: Policy, completion: dict[str, Any] | None, headers: dict[str, str]
-) -> Response:
-    """A blocked non-streaming answer: the error envelope, or the refusal (action `replace`)."""
-    if policy.block_action == "replace" and completion is not None:
-        return JSONResponse(refused_completion(completion, policy), headers=headers)
-    return JSONResponse(
-        block_envelope(outcome, policy), status_code=policy.block_status, headers=headers
-    )
-
-
-def refused_completion(completion: dict[str, Any], policy: Policy) -> dict[str, Any]:
-    refused = dict(completion)
-    refused["choices"] = [
-        {
-            "index": choice.get("index", index),
-            "message": {"role": "assistant", "content": policy.refusal_text},
-            "finish_reason": "content_filter",
-            "logprobs": None,
-        }
-        for index, choice in enumerate(completion.get("choices") or [{}])
-    ]
-    return refused
-
-
-def refusal_stream(response_id: str | None, model: str | None, policy: Policy) -> bytes:
-    """SSE frames carrying the refusal, for a blocked stream replaced before any byte went out."""
-
-    def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
-        return encode_event(
-            json.dumps(
-                {
-                    "id": response_id or "chatcmpl-refused",
-                    "object": "chat.completion.chunk",
-                    "created": int(time.time()),
-                    "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                }
-            )
-        )
-
-    return (
-        chunk({"role": "assistant", "content": policy.refusal_text}, None)
-        + chunk({}, "content_filter")
-        + encode_event("[DONE]")
-    )
-
-
-def bias_chunk(outcome: Outcome, response_id: str | None, model: str | None) -> bytes:
-    """The trailing chunk of a passthrough stream: no choices, a `bias` object."""
-    return encode_event(
-        json.dumps(
-            {
-                "id": response_id,
-                "object": "chat.completion.chunk",
-                "created": int(time.time()),
-                "model": model,
-                "choices": [],
-                "bias": {
-                    "status": outcome.status,
-                    "run_id": outcome.run_id,
-                    "score": outcome.score,
-                    "verdict": outcome.verdict,
-                    "error_type": outcome.status_reason if outcome.status == "error" else None,
-                },
-            }
-        )
-    )
+def bias_details(outcome: Outcome) -> dict[str, Any]:
+    """The `bias` object a live stream's last event carries."""
+    return {
+        "status": outcome.status,
+        "run_id": outcome.run_id,
+        "score": outcome.score,
+        "verdict": outcome.verdict,
+        "error_type": outcome.status_reason if outcome.status == "error" else None,
+    }

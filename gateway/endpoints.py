@@ -10,11 +10,22 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Scope
 from yarl import URL
 
-from gateway.chat import read_body
-from gateway.errors import BadRequest, NotFound, UpstreamError
+from gateway.access import call_state
+from gateway.decisions import Refusal
+from gateway.errors import (
+    BadRequest,
+    GatewayError,
+    MethodNotAllowed,
+    NotFound,
+    UnscoredPathRefused,
+    UpstreamError,
+)
 from gateway.metrics import CONTENT_TYPE_LATEST
+from gateway.paths import anthropic_path, carries_no_text, owned_methods
+from gateway.pipeline import read_body, resolve_mode
 from gateway.state import Gateway
 from gateway.streaming import SSEResponse
+from gateway.surfaces import Messages
 from guard.limits import JudgeLimiter
 
 __all__ = [
@@ -45,17 +56,20 @@ _DROPPED_REQUEST_HEADERS = frozenset(
 )
 
 
-def forwarded_url(base_url: str, scope: Scope) -> URL:
-    """The upstream URL for a `/v1/...` request: the base URL plus the path as received.
+def forwarded_url(base_url: str, scope: Scope, *, keep_v1: bool = False) -> URL:
+    """The upstream URL for a `/v1/...` request: the base URL plus the path as received
+    (less its `/v1`, which OpenAI-style base URLs end with; `keep_v1` for Anthropic's).
 
     `PathGuard` has refused dot segments and encoded slashes, so the path cannot
     leave the base path; the URL is built `encoded=True`, so nothing re-normalises
     it between the check and the upstream. The check below is a second lock.
     """
     raw_path: bytes = scope.get("raw_path") or scope["path"].encode()
-    suffix = raw_path.split(b"?", 1)[0].removeprefix(b"/v1").decode("ascii")
+    suffix = raw_path.split(b"?", 1)[0]
+    if not keep_v1:
+        suffix = suffix.removeprefix(b"/v1")
     base = URL(base_url.rstrip("/"))
-    url = URL(f"{base}{suffix}", encoded=True)
+    url = URL(f"{base}{suffix.decode('ascii')}", encoded=True)
     query: bytes = scope.get("query_string", b"")
     if query:
         url = URL(f"{url}?{query.decode('latin-1')}", encoded=True)
@@ -131,29 +145,78 @@ async def score_lookup(request: Request) -> Response:
 
 
 async def passthrough(request: Request) -> Response:
-    """Any other `/v1/*` call goes to the default upstream unscored."""
+    """Any other `/v1/*` call goes to an upstream unscored, unless the policy refuses it.
+
+    Calls known to return no model text pass in every mode. Any other path is
+    refused in enforce mode (403 `unscored_path`) unless the policy says
+    `unscored_paths: allow`; monitor passes it through, marked and counted.
+    """
+    try:
+        return await _passthrough(request)
+    except GatewayError as exc:
+        if not anthropic_path(request.url.path):
+            raise
+        refusal = Refusal.of(exc)  # the anthropic SDK reads its own error shape
+        return JSONResponse(Messages().error_body(refusal), status_code=refusal.status)
+
+
+async def _passthrough(request: Request) -> Response:
     gateway = _gateway(request)
-    gateway.auth.check(request.headers)
+    path, method = request.url.path, request.method
+    allowed = owned_methods(path)
+    if allowed is not None:
+        raise MethodNotAllowed(
+            f"{method} is not allowed on {path}; it answers {', '.join(allowed)}.",
+            allowed=allowed,
+        )
+    if path.startswith("/v1/bias/"):
+        raise NotFound(f"No such gateway endpoint: {path}.")
+    key = gateway.auth.check(request.headers)
+    call_state(request.scope).key_name = key.name if key else None
+    policy_name = key.policy if key else gateway.settings.default_policy
+    policy = gateway.settings.policies[policy_name]
+    reason = "no_model_text"
+    if not carries_no_text(method, path):
+        reason = "unscored_path"
+        mode = resolve_mode(policy, request.headers.get("x-bias-mode"))
+        if mode == "enforce" and policy.unscored_paths == "refuse":
+            raise UnscoredPathRefused(
+                f"{method} {path} is not scored by this gateway, and policy"
+                f" `{policy_name}` enforces, so it is refused: an enforcing gateway never"
+                " returns model text it did not score. Set `unscored_paths: allow` in the"
+                " policy to pass such calls through unscored.",
+                path=path,
+                policy=policy_name,
+            )
+        gateway.metrics.skipped.labels(reason).inc()
     body = await read_body(request, gateway.settings.server.max_body_bytes)
-    target = gateway.router.default
+    anthropic = anthropic_path(path)
+    target = gateway.router.anthropic if anthropic else gateway.router.default
     headers = {
         name: value
         for name, value in request.headers.items()
         if name not in _DROPPED_REQUEST_HEADERS and not name.startswith("x-bias-")
     }
-    if target.api_key:
+    if anthropic:
+        client_key = request.headers.get("x-api-key")
+        if target.forward_client_auth and client_key:
+            headers["x-api-key"] = client_key
+        elif target.api_key:
+            headers["x-api-key"] = target.api_key
+        headers.setdefault("anthropic-version", target.version or "2023-06-01")
+    elif target.api_key:
         headers["authorization"] = f"Bearer {target.api_key}"
-    # Streamed back as it arrives: these may be SSE (the Responses API) or large files.
+    # Streamed back as it arrives: these may be SSE or large files.
     answer = await gateway.upstream.request(
-        request.method,
-        forwarded_url(target.base_url, request.scope),
+        method,
+        forwarded_url(target.base_url, request.scope, keep_v1=anthropic),
         body=body or None,
         headers=headers,
         timeout=target.timeout,
         read_timeout=target.read_timeout,
         stream=True,
     )
-    headers = {**answer.headers, "x-bias-status": "skipped", "x-bias-skip-reason": "unscored_path"}
+    headers = {**answer.headers, "x-bias-status": "skipped", "x-bias-skip-reason": reason}
     if answer.chunks is None:
         return Response(answer.body, answer.status, headers=headers)
 

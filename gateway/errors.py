@@ -8,8 +8,10 @@ the boundary, in `gateway.upstream` and `gateway.scoring`, and chained with
     GatewayError
     ├── BadRequest                  400 invalid_request_error
     ├── AuthenticationFailed        401 invalid_api_key
+    ├── UnscoredPathRefused         403 unscored_path (enforce mode, a path it cannot score)
     ├── NotFound                    404 not_found
     │   └── ModelNotFound           404 model_not_found
+    ├── MethodNotAllowed            405 method_not_allowed (a gateway-owned path)
     ├── PayloadTooLarge             413 request_too_large
     ├── JudgeFailureBlocked         503 bias_judge_unavailable
     └── UpstreamError
@@ -29,9 +31,11 @@ __all__ = [
     "BadRequest",
     "GatewayError",
     "JudgeFailureBlocked",
+    "MethodNotAllowed",
     "ModelNotFound",
     "NotFound",
     "PayloadTooLarge",
+    "UnscoredPathRefused",
     "UpstreamError",
     "UpstreamProtocolError",
     "UpstreamTimeout",
@@ -69,6 +73,19 @@ class PayloadTooLarge(GatewayError):
     pass
 
 
+class MethodNotAllowed(GatewayError):
+    def __init__(self, message: str, *, allowed: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.allowed = allowed
+
+
+class UnscoredPathRefused(GatewayError):
+    def __init__(self, message: str, *, path: str, policy: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.policy = policy
+
+
 class JudgeFailureBlocked(GatewayError):
     pass
 
@@ -95,6 +112,8 @@ _TABLE: dict[type[GatewayError], tuple[int, str, str]] = {
     AuthenticationFailed: (401, "invalid_request_error", "invalid_api_key"),
     NotFound: (404, "invalid_request_error", "not_found"),
     ModelNotFound: (404, "invalid_request_error", "model_not_found"),
+    MethodNotAllowed: (405, "invalid_request_error", "method_not_allowed"),
+    UnscoredPathRefused: (403, "bias_policy_violation", "unscored_path"),
     PayloadTooLarge: (413, "invalid_request_error", "request_too_large"),
     JudgeFailureBlocked: (503, "bias_judge_error", "bias_judge_unavailable"),
     UpstreamUnavailable: (502, "upstream_error", "upstream_unavailable"),
@@ -119,8 +138,18 @@ def envelope(
 
 def error_response(exc: GatewayError, headers: dict[str, str] | None = None) -> JSONResponse:
     status, kind, code = status_of(exc)
-    body = envelope(exc.message, type=kind, code=code, param=exc.param)
+    body = envelope(exc.message, type=kind, code=code, param=exc.param, **error_details(exc))
+    headers = dict(headers or {})
+    if isinstance(exc, MethodNotAllowed):
+        headers["allow"] = ", ".join(exc.allowed)
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def error_details(exc: GatewayError) -> dict[str, Any]:
+    """Fields an error's envelope carries beyond message, type, param and code."""
+    if isinstance(exc, UnscoredPathRefused):
+        return {"bias": {"path": exc.path, "policy": exc.policy, "setting": "unscored_paths"}}
+    return {}
 
 
 def unreadable_error() -> UpstreamProtocolError:

@@ -15,8 +15,9 @@ import time
 import structlog
 
 from gateway.cache import ScoreCache, cache_key
+from gateway.decisions import Outcome
+from gateway.jobs import ScoreRequest
 from gateway.metrics import Metrics
-from gateway.outcomes import Outcome, ScoreRequest
 from gateway.policy import verdict_for
 from guard import BiasResult, BiasScorer, JudgeError
 from guard.result import JudgeUsage

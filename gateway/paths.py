@@ -15,6 +15,9 @@ gateway's upstream key attached. So, before any routing:
 
 What is left is forwarded exactly as received (`raw_path`), so the upstream
 sees the path that was checked. Pure code; `PathGuard` is the ASGI layer.
+
+The end of the module says what a canonical `/v1` path carries: the
+gateway's own routes, and the forwarded calls known to return no model text.
 """
 
 from __future__ import annotations
@@ -28,7 +31,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.errors import envelope
 
-__all__ = ["CanonicalPath", "PathGuard", "PathRefused", "canonical_path"]
+__all__ = [
+    "OWNED_ROUTES",
+    "CanonicalPath",
+    "PathGuard",
+    "PathRefused",
+    "anthropic_path",
+    "canonical_path",
+    "carries_no_text",
+    "owned_methods",
+]
 
 _ENCODED_SEPARATOR = re.compile(rb"%(2f|5c)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -104,3 +116,56 @@ class PathGuard:
         if canonical.path != scope["path"]:
             scope = {**scope, "path": canonical.path, "raw_path": canonical.raw_path}
         await self.app(scope, receive, send)
+
+
+# -- what a /v1 path carries ---------------------------------------------------------
+
+# The gateway's own routes and the methods they answer. A wrong method gets the
+# gateway's 405, never the upstream's answer.
+OWNED_ROUTES: dict[str, tuple[str, ...]] = {
+    "/v1/chat/completions": ("POST",),
+    "/v1/completions": ("POST",),
+    "/v1/responses": ("POST",),
+    "/v1/messages": ("POST",),
+    "/v1/models": ("GET",),
+}
+_OWNED_PATTERNS = ((re.compile(r"/v1/bias/scores/[^/]+"), ("GET",)),)
+
+# Calls known to return no model text: passed through unscored in every mode.
+# A batch's output is read from `/v1/files/{id}/content`, which is not listed,
+# so an enforcing gateway refuses it unless `unscored_paths: allow`.
+_NO_TEXT = tuple(
+    (re.compile(pattern), frozenset(methods.split()))
+    for pattern, methods in (
+        (r"/v1/models/[^/]+", "GET"),
+        (r"/v1/embeddings", "POST"),
+        (r"/v1/moderations", "POST"),
+        (r"/v1/files", "GET POST"),
+        (r"/v1/files/[^/]+", "GET DELETE"),
+        (r"/v1/batches", "GET POST"),
+        (r"/v1/batches/[^/]+", "GET"),
+        (r"/v1/batches/[^/]+/cancel", "POST"),
+        (r"/v1/audio/speech", "POST"),
+        (r"/v1/messages/count_tokens", "POST"),
+    )
+)
+
+
+def owned_methods(path: str) -> tuple[str, ...] | None:
+    """The methods a gateway-owned path answers; None for a path the gateway forwards."""
+    if path in OWNED_ROUTES:
+        return OWNED_ROUTES[path]
+    for pattern, methods in _OWNED_PATTERNS:
+        if pattern.fullmatch(path):
+            return methods
+    return None
+
+
+def carries_no_text(method: str, path: str) -> bool:
+    """Whether a forwarded call is one known to return no model text."""
+    return any(pattern.fullmatch(path) and method in methods for pattern, methods in _NO_TEXT)
+
+
+def anthropic_path(path: str) -> bool:
+    """Paths served by the Anthropic-compatible upstream."""
+    return path == "/v1/messages" or path.startswith("/v1/messages/")

@@ -13,8 +13,9 @@ from typing import Any
 
 import structlog
 
+from gateway.decisions import Outcome
+from gateway.jobs import ScoreRequest
 from gateway.metrics import Metrics
-from gateway.outcomes import Outcome, ScoreRequest
 from gateway.store import ScoreRecord, ScoreStore
 from gateway.telemetry import Telemetry
 from guard import BiasResult
@@ -59,6 +60,7 @@ class Recorder:
                 status=outcome.status,
                 created_at=request.created_at,
                 model=request.model,
+                api=request.api,
                 key_name=request.key_name,
                 mode=request.mode,
                 stream=request.stream,
@@ -112,6 +114,7 @@ class Recorder:
             "gen_ai.evaluation.score.label": outcome.verdict or outcome.status,
             "bias.scale": self.scale,
             "bias.run_id": request.run_id,
+            "bias.api": request.api,
         }
         if request.response_id:
             attributes["gen_ai.response.id"] = request.response_id

@@ -16,6 +16,16 @@ class Router:
         self._default = Target(
             upstream.base_url, default_key, upstream.timeout, read_timeout=upstream.read_timeout
         )
+        anthropic = settings.anthropic
+        self._anthropic = Target(
+            anthropic.base_url,
+            anthropic.api_key.get_secret_value() if anthropic.api_key else None,
+            anthropic.timeout,
+            read_timeout=anthropic.read_timeout,
+            forward_client_auth=anthropic.forward_client_auth,
+            anthropic=True,
+            version=anthropic.version,
+        )
         self._open = settings.route_unknown_models
         self._routes: dict[str, Target] = {}
         for alias, route in settings.models.items():
@@ -40,6 +50,11 @@ class Router:
     @property
     def default(self) -> Target:
         return self._default
+
+    @property
+    def anthropic(self) -> Target:
+        """Where `/v1/messages` goes, whatever the model: the Anthropic-compatible upstream."""
+        return self._anthropic
 
     def aliases(self) -> list[str]:
         return sorted(self._routes)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import Literal
 
 import structlog
@@ -35,9 +36,10 @@ from opentelemetry import trace
 from opentelemetry.trace import Link
 
 from gateway.cache import ScoreCache
+from gateway.decisions import Outcome
+from gateway.jobs import ScoreRequest
 from gateway.judging import Judging
 from gateway.metrics import Metrics
-from gateway.outcomes import Outcome, ScoreRequest
 from gateway.recording import Recorder
 from gateway.store import ScoreStore
 from gateway.telemetry import Telemetry
@@ -90,7 +92,8 @@ class Scoring:
         # Deferred explanations under way, bounded like the queue: past that, skipped.
         self._reasons: dict[asyncio.Task[None], tuple[ScoreRequest, Outcome, list[str]]] = {}
         self._reason_room = queue_size
-        self._queue: asyncio.Queue[tuple[ScoreRequest, list[str]]] = asyncio.Queue(queue_size)
+        # Each job says whether it brings a reserved place, which the dispatcher gives back.
+        self._queue: asyncio.Queue[tuple[ScoreRequest, list[str], bool]] = asyncio.Queue(queue_size)
         # Reserved places; a job returns its place when a worker takes it off the queue.
         self._room = asyncio.Semaphore(queue_size)
         self.full_wait = full_wait
@@ -199,13 +202,25 @@ class Scoring:
         if not task.cancelled() and task.exception() is not None:
             log.error("deferred explanation failed", exc_info=task.exception())
 
-    async def admit(self, request: ScoreRequest) -> bool:
-        """Reserve a place in the queue for a monitor job, before its request goes upstream.
+    @contextlib.asynccontextmanager
+    async def reservation(self, request: ScoreRequest) -> AsyncIterator[bool]:
+        """A place in the queue for a monitor job, held while its response is made and sent.
 
-        Without `full_wait` nothing is reserved (True at once: `submit` finds out).
-        With it, wait up to `full_wait` seconds for a place; False when none came,
-        and the caller records the response as `overloaded` with `overloaded()`.
+        Yields False when `queue.full_wait` passed without a place (the caller
+        records the response with `overloaded()`). Without `full_wait`, or for
+        a request that will not be queued, nothing is reserved and it yields
+        True (`submit` finds out). `submit` hands the place on to the queued
+        job; whatever else happens, the place is given back on exit.
         """
+        admitted = True
+        if request.mode == "monitor" and request.run_id:
+            admitted = await self._admit(request)
+        try:
+            yield admitted
+        finally:
+            self._release(request)
+
+    async def _admit(self, request: ScoreRequest) -> bool:
         if self.full_wait <= 0:
             return True
         if self._room.locked():
@@ -218,8 +233,8 @@ class Scoring:
         request.holds_room = True
         return True
 
-    def release(self, request: ScoreRequest) -> None:
-        """Give back the place `admit` reserved, if any (idempotent)."""
+    def _release(self, request: ScoreRequest) -> None:
+        """Give back the place `_admit` reserved, if any (idempotent)."""
         if request.holds_room:
             request.holds_room = False
             self._room.release()
@@ -241,16 +256,17 @@ class Scoring:
         texts = self._judged_texts(request, texts)
         try:
             # Never full for a job that holds a place: places and queue have the same size.
-            self._queue.put_nowait((request, texts))
+            self._queue.put_nowait((request, texts, request.holds_room))
         except asyncio.QueueFull:
             return self.overloaded(request)
+        request.holds_room = False  # the place goes with the job; the dispatcher frees it
         self.metrics.queue_depth.set(self._queue.qsize())
         outcome = Outcome(request.run_id, "pending")
         self.recorder.store_outcome(request, outcome, texts)
         return outcome
 
     def skip(self, request: ScoreRequest, reason: str) -> Outcome:
-        self.release(request)
+        self._release(request)
         outcome = Outcome(request.run_id, "skipped", status_reason=reason)
         self.metrics.skipped.labels(reason).inc()
         self.recorder.store_outcome(request, outcome, [])
@@ -285,11 +301,12 @@ class Scoring:
             # it counts towards the queue's bound and depth.
             await self._slots.acquire()
             try:
-                request, texts = await self._queue.get()
+                request, texts, holds_room = await self._queue.get()
             except asyncio.CancelledError:
                 self._slots.release()
                 raise
-            self.release(request)
+            if holds_room:
+                self._room.release()
             self.metrics.queue_depth.set(self._queue.qsize())
             task = asyncio.create_task(self._run_job(request, texts))
             self._jobs.add(task)
@@ -333,15 +350,17 @@ class Scoring:
         await asyncio.gather(*running, return_exceptions=True)
         self._dispatcher = None
         while not self._queue.empty():
-            request, _ = self._queue.get_nowait()
+            request, _, holds_room = self._queue.get_nowait()
             self._queue.task_done()
+            if holds_room:
+                self._room.release()
             self._drop(request, "shutdown")
         self.metrics.queue_depth.set(0)
         if self.dropped:
             log.warning("scoring jobs dropped at shutdown", dropped=self.dropped)
 
     def _drop(self, request: ScoreRequest, reason: str) -> None:
-        self.release(request)
+        self._release(request)
         self.dropped += 1
         self.metrics.dropped.labels(reason).inc()
         dropped = Outcome(request.run_id, "dropped", status_reason=reason)

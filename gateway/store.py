@@ -62,6 +62,7 @@ class ScoreRecord:
     status: Status
     created_at: float
     model: str | None = None
+    api: str | None = None  # the surface: chat.completions, completions, responses, messages
     key_name: str | None = None
     mode: str | None = None
     stream: bool = False
@@ -107,6 +108,7 @@ CREATE TABLE IF NOT EXISTS scores (
     status TEXT NOT NULL,
     created_at REAL NOT NULL,
     model TEXT,
+    api TEXT,
     key_name TEXT,
     mode TEXT,
     stream INTEGER NOT NULL DEFAULT 0,
@@ -185,6 +187,7 @@ def _set_done(future: asyncio.Future[None]) -> None:
 
 # Columns added after the first release, for files created before them.
 _ADDED_COLUMNS = {
+    "api": "TEXT",
     "truncated": "INTEGER NOT NULL DEFAULT 0",
     "reason_status": "TEXT",
     "judge_calls": "INTEGER",

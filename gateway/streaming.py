@@ -1,39 +1,32 @@
-"""Streaming chat completions: monitor (byte-for-byte), enforce buffer, enforce passthrough."""
+"""Streamed answers: the tap that reads them, the response that relays them, and the
+three ways of delivering one (monitor relay, enforce buffer, enforce passthrough).
+
+Every surface streams SSE; what its events mean is the surface's `StreamReader`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from gateway.accumulate import ChunkAccumulator
-from gateway.codec import loads
 from gateway.config import Policy
-from gateway.decisions import (
-    bias_chunk,
-    bias_headers,
-    block_envelope,
-    judge_error_envelope,
-    refusal_stream,
-)
-from gateway.errors import UpstreamError, envelope, status_of, unreadable_error
-from gateway.scoring import Outcome
-from gateway.sse import SSEDecoder, encode_event
+from gateway.decisions import DELIVER, REPLACE, Outcome, Refusal, block_refusal, decide
+from gateway.errors import UpstreamError
+from gateway.sse import SSEDecoder, SSEEvent, encode_event
+from gateway.surfaces import StreamReader, Surface
 
 __all__ = [
+    "SSE_HEADERS",
     "SSEResponse",
     "StreamTap",
     "buffer_all",
     "enforce_passthrough",
-    "error_frame",
     "relay",
-    "render_buffered",
 ]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -42,51 +35,42 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 class StreamTap:
     """Reads the text out of an SSE byte stream as it passes, without altering it.
 
-    `readable` says whether the stream could be read: every event's data was a
-    JSON object (or `[DONE]`) with no `error`, and every line was an SSE line.
-    `max_chars` bounds the text kept per choice.
+    `readable` says whether the stream could be read: every event was one the
+    surface's reader understood, and every line was an SSE line. With `parse`
+    False it only times the first chunk (a stream nobody scores).
     """
 
-    def __init__(self, *, parse: bool = True, max_chars: int | None = None) -> None:
+    def __init__(self, reader: StreamReader, *, parse: bool = True) -> None:
         self.decoder = SSEDecoder()
-        self.accumulator = ChunkAccumulator(max_chars=max_chars)
-        self.parse = parse  # False: only time the first chunk (unscored streams)
-        self.done = False
+        self.reader = reader
+        self.parse = parse
         self.first_chunk_at: float | None = None
-        self.unreadable = 0  # events whose data was not a chunk
 
     @property
     def readable(self) -> bool:
-        return not self.unreadable and not self.decoder.ignored_lines
+        return self.reader.readable and not self.decoder.ignored_lines
 
-    def feed(self, data: bytes) -> None:
+    @property
+    def done(self) -> bool:
+        return self.reader.done
+
+    def arrived(self) -> None:
         if self.first_chunk_at is None:
             self.first_chunk_at = time.perf_counter()
+
+    def feed(self, data: bytes) -> None:
+        self.arrived()
         if not self.parse:
             return
         for event in self.decoder.feed(data):
-            self.add_data(event.data)
+            self.reader.add(event.event, event.data)
 
     def close(self) -> None:
         for event in self.decoder.flush():
-            self.add_data(event.data)
-
-    def add_data(self, data: str) -> None:
-        if data == "[DONE]":
-            self.done = True
-            return
-        try:
-            chunk = loads(data)
-        except ValueError:
-            self.unreadable += 1
-            return
-        if not isinstance(chunk, dict) or "error" in chunk:
-            self.unreadable += 1
-            return
-        self.accumulator.add(chunk)
+            self.reader.add(event.event, event.data)
 
     def texts(self) -> list[str]:
-        return [text for text in self.accumulator.texts().values() if text]
+        return self.reader.texts()
 
 
 class SSEResponse(Response):
@@ -158,17 +142,11 @@ def _failed_to_send(task: asyncio.Future[None]) -> bool:
     return not task.cancelled() and isinstance(task.exception(), OSError)
 
 
-def error_frame(body: dict[str, Any]) -> bytes:
-    return encode_event(json.dumps(body))
-
-
-def upstream_error_frame(exc: UpstreamError) -> bytes:
-    _, kind, code = status_of(exc)
-    return error_frame(envelope(exc.message, type=kind, code=code))
-
-
 async def relay(
-    chunks: AsyncIterator[bytes], tap: StreamTap, failures: list[UpstreamError]
+    chunks: AsyncIterator[bytes],
+    tap: StreamTap,
+    failures: list[UpstreamError],
+    surface: Surface,
 ) -> AsyncIterator[bytes]:
     """Forward upstream bytes as they arrive; a failure mid-stream ends in an error frame."""
     try:
@@ -177,7 +155,7 @@ async def relay(
             yield chunk
     except UpstreamError as exc:
         failures.append(exc)
-        yield upstream_error_frame(exc)
+        yield surface.error_frame(Refusal.of(exc))
 
 
 async def buffer_all(chunks: AsyncIterator[bytes], tap: StreamTap) -> bytes:
@@ -190,61 +168,48 @@ async def buffer_all(chunks: AsyncIterator[bytes], tap: StreamTap) -> bytes:
     return b"".join(parts)
 
 
-def render_buffered(
-    outcome: Outcome,
-    body: bytes,
-    tap: StreamTap,
-    policy: Policy,
-    headers: dict[str, str],
-) -> Response:
-    """The reply to an enforce-mode stream once the whole upstream stream is in hand."""
-    headers = {name: value for name, value in headers.items() if name != "content-type"}
-    headers.update(bias_headers(outcome))
-    if outcome.status == "error" and policy.on_judge_error == "block":
-        return JSONResponse(judge_error_envelope(outcome), status_code=503, headers=headers)
-    if outcome.verdict == "block":
-        if policy.block_action == "replace":
-            refusal = refusal_stream(tap.accumulator.response_id, tap.accumulator.model, policy)
-            return Response(refusal, media_type="text/event-stream", headers=headers)
-        return JSONResponse(
-            block_envelope(outcome, policy), status_code=policy.block_status, headers=headers
-        )
-    return Response(body, media_type="text/event-stream", headers={**SSE_HEADERS, **headers})
-
-
 async def enforce_passthrough(
     chunks: AsyncIterator[bytes],
     tap: StreamTap,
     judge: Callable[[], Awaitable[Outcome]],
+    surface: Surface,
     policy: Policy,
 ) -> AsyncIterator[bytes]:
-    """Forward events live, hold back `[DONE]`, then send the bias chunk or an error frame."""
+    """Forward events live, hold back the last one, then end as the decision says.
+
+    A pass ends with the surface's trailer (the score, then the held event); a
+    block or a judge failure ends with an error frame instead, so SDKs raise.
+    A block cannot be replaced here: the text has gone out already.
+    """
+    held: list[SSEEvent] = []
+
+    def forward(events: list[SSEEvent]) -> bytes:
+        frames = []
+        for event in events:
+            if tap.reader.add(event.event, event.data):
+                held.append(event)
+            else:
+                frames.append(encode_event(event.data, event=event.event))
+        return b"".join(frames)
+
     try:
         async for chunk in chunks:
-            if tap.first_chunk_at is None:
-                tap.first_chunk_at = time.perf_counter()
-            for event in tap.decoder.feed(chunk):
-                if event.data == "[DONE]":
-                    tap.done = True
-                    continue
-                tap.add_data(event.data)
-                yield encode_event(event.data, event=event.event)
+            tap.arrived()
+            frames = forward(tap.decoder.feed(chunk))
+            if frames:
+                yield frames
     except UpstreamError as exc:
-        yield upstream_error_frame(exc)
+        yield surface.error_frame(Refusal.of(exc))
         return
-    for event in tap.decoder.flush():
-        if event.data != "[DONE]":
-            tap.add_data(event.data)
-            yield encode_event(event.data, event=event.event)
+    frames = forward(tap.decoder.flush())
+    if frames:
+        yield frames
     outcome = await judge()
-    if outcome.status == "skipped" and outcome.status_reason == "unreadable":
-        yield upstream_error_frame(unreadable_error())
-        return
-    if outcome.status == "error" and policy.on_judge_error == "block":
-        yield error_frame(judge_error_envelope(outcome))
-        return
-    if outcome.verdict == "block":
-        yield error_frame(block_envelope(outcome, policy))
-        return
-    yield bias_chunk(outcome, tap.accumulator.response_id, tap.accumulator.model)
-    yield encode_event("[DONE]")
+    decision = decide(outcome, policy, enforce=True)
+    if decision == DELIVER:
+        yield surface.trailer(outcome, tap.reader, held)
+    elif decision == REPLACE:
+        yield surface.error_frame(block_refusal(outcome, policy))
+    else:
+        assert isinstance(decision, Refusal)
+        yield surface.error_frame(decision)

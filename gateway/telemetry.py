@@ -110,23 +110,36 @@ class Telemetry:
 
     # -- GenAI spans -----------------------------------------------------------------
 
-    def start_chat(self, model: str, *, provider: str, base_url: str, stream: bool) -> Span:
+    def start_chat(
+        self,
+        model: str,
+        *,
+        provider: str,
+        base_url: str,
+        stream: bool,
+        operation: str = "chat",
+        api: str | None = None,
+    ) -> Span:
+        """The client span of one upstream model call, named `{operation} {model}`."""
+        name = f"{operation} {model}"
         if not self.exporting:
             # The sampler drops every span here, so its attributes would be built for nothing.
-            return self.tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT)
+            return self.tracer.start_span(name, kind=SpanKind.CLIENT)
         attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
+            "gen_ai.operation.name": operation,
             "gen_ai.provider.name": provider,
             "gen_ai.request.model": model,
         }
         if stream:
             attributes["gen_ai.request.stream"] = True
+        if api is not None:
+            attributes["bias_gateway.api"] = api
         if base_url:
             parts = urlsplit(base_url)
             if parts.hostname:
                 attributes["server.address"] = parts.hostname
                 attributes["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
-        return self.tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
+        return self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
 
     @staticmethod
     def end_chat(
@@ -135,7 +148,8 @@ class Telemetry:
         response_model: str | None = None,
         response_id: str | None = None,
         finish_reasons: list[str] | None = None,
-        usage: Mapping[str, Any] | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
         status: int | None = None,
         error_type: str | None = None,
         ttft_s: float | None = None,
@@ -149,13 +163,10 @@ class Telemetry:
             span.set_attribute("gen_ai.response.id", response_id)
         if finish_reasons:
             span.set_attribute("gen_ai.response.finish_reasons", finish_reasons)
-        if usage:
-            for source, name in (
-                ("prompt_tokens", "gen_ai.usage.input_tokens"),
-                ("completion_tokens", "gen_ai.usage.output_tokens"),
-            ):
-                if isinstance(usage.get(source), int):
-                    span.set_attribute(name, usage[source])
+        if input_tokens is not None:
+            span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
+        if output_tokens is not None:
+            span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
         if ttft_s is not None:
             # Not (yet) a GenAI convention attribute, so it lives in our own namespace.
             span.set_attribute("bias_gateway.time_to_first_chunk_s", ttft_s)

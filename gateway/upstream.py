@@ -55,6 +55,8 @@ class Target:
     litellm: str | None = None
     forward_client_auth: bool = False
     read_timeout: float | None = None  # the longest wait for one read; None: only `timeout`
+    anthropic: bool = False  # an Anthropic-compatible server: `x-api-key`, `anthropic-version`
+    version: str | None = None  # the `anthropic-version` sent when the client sends none
 
 
 @dataclass(slots=True)
@@ -159,12 +161,20 @@ class Upstream:
             _release=response.close,
         )
 
-    async def chat(
-        self, target: Target, body: bytes, headers: Mapping[str, str], *, stream: bool
+    async def call(
+        self,
+        target: Target,
+        path: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        stream: bool,
     ) -> UpstreamResponse:
+        """One model call: `path` (e.g. "/chat/completions") under the target's base URL.
+        A litellm target serves chat completions only (the caller checks)."""
         if target.litellm is not None:
             return await _litellm_chat(target, body, stream=stream)
-        url = target.base_url.rstrip("/") + "/chat/completions"
+        url = target.base_url.rstrip("/") + path
         return await self.request(
             "POST",
             url,

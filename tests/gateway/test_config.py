@@ -27,6 +27,8 @@ MULTI = CONFIG / "examples" / "multi.yaml"
 FULL_ENV = {
     "OPENAI_BASE_URL": "http://127.0.0.1:4000/v1",
     "OPENAI_API_KEY": "sk-upstream-0123456789abcdef",
+    "ANTHROPIC_BASE_URL": "http://127.0.0.1:6000",
+    "ANTHROPIC_API_KEY": "sk-ant-0123456789abcdef",
     "BIAS_JUDGE_MODEL": "judge-model",
     "BIAS_JUDGE_BASE_URL": "http://127.0.0.1:5000/v1/",
     "BIAS_JUDGE_API_KEY": "sk-judge-0123456789abcdef",
@@ -183,6 +185,8 @@ def test_shipped_config_with_empty_env() -> None:
     assert settings == Settings()
     assert settings.upstream.base_url == "https://api.openai.com/v1"
     assert settings.upstream.api_key is None
+    assert settings.anthropic.base_url == "https://api.anthropic.com"
+    assert settings.anthropic.api_key is None
     assert settings.judge.model == "gpt-4o-mini"
     assert settings.policies == {"default": Policy()}
     assert settings.all_keys() == []
@@ -194,6 +198,8 @@ def test_shipped_config_with_full_env() -> None:
     assert settings == settings_from_env(FULL_ENV)
     assert settings.upstream.base_url == "http://127.0.0.1:4000/v1"
     assert settings.upstream.api_key == SecretStr(FULL_ENV["OPENAI_API_KEY"])
+    assert settings.anthropic.base_url == "http://127.0.0.1:6000"
+    assert settings.anthropic.api_key == SecretStr(FULL_ENV["ANTHROPIC_API_KEY"])
     assert settings.judge.model == "judge-model"
     assert settings.judge_base_url() == "http://127.0.0.1:5000/v1"
     assert settings.judge_api_key() == SecretStr(FULL_ENV["BIAS_JUDGE_API_KEY"])

@@ -139,7 +139,8 @@ def test_upstream_redirects_are_never_followed(
 ) -> None:
     fake_openai.reply = BIASED
     fake_openai.redirects["/v1/somewhere"] = "/v1/chat/completions"
-    gateway = make_gateway(**policy(mode="enforce"))
+    # An unscored path, let through by the policy: the redirect is still not followed.
+    gateway = make_gateway(**policy(mode="enforce", unscored_paths="allow"))
     with gateway.http() as http:
         response = http.post("/v1/somewhere", json=CHAT)
     assert response.status_code == 307
