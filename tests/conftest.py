@@ -6,10 +6,15 @@ import ipaddress
 import os
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    # The C base class that declares connect/connect_ex: the patched functions must
+    # accept it as `self`, or they are not substitutes for the methods they replace.
+    from _socket import socket as RawSocket
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 # Should anything fall back to a default provider, it must not find real keys or hosts.
@@ -48,18 +53,19 @@ def _check(address: Any) -> None:
     raise NetworkRefused(f"tests may not reach the network: connect to {address!r} refused")
 
 
-def _guarded_connect(self: socket.socket, address: Any) -> None:
+def _guarded_connect(self: RawSocket, address: Any) -> None:
     _check(address)
     _real_connect(self, address)
 
 
-def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+def _guarded_connect_ex(self: RawSocket, address: Any) -> int:
     _check(address)
     return _real_connect_ex(self, address)
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_network() -> Iterator[None]:
+    # Patching methods on the class is the point here, and mypy forbids it outright.
     socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
     yield

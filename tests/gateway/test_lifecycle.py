@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import yaml
 
 from gateway.app import create_app
@@ -80,7 +81,10 @@ async def test_full_wait_slows_responses_down_instead_of_skipping_them(
             model="m", messages=messages, stream=index % 2 == 1
         )
         if index % 2 == 1:
-            async for _ in raw.parse():  # a stream: read it whole
+            parsed = raw.parse()
+            # `stream` is only known at run time here, so narrow to the stream to read it.
+            assert isinstance(parsed, openai.AsyncStream)
+            async for _ in parsed:  # a stream: read it whole
                 pass
         return raw.headers["x-bias-status"], raw.headers["x-bias-run-id"]
 
@@ -131,7 +135,10 @@ def test_an_unreachable_upstream_gives_back_its_place(
     )
     with gateway.http() as http:
         for _ in range(3):
-            assert http.post("/v1/chat/completions", json={**REQUEST, "model": "gone"}).status_code
+            # Connection refused is UpstreamUnavailable: 502, not a crash (500) or a hang (504).
+            failed = http.post("/v1/chat/completions", json={**REQUEST, "model": "gone"})
+            assert failed.status_code == 502, failed.text
+            assert failed.json()["error"]["code"] == "upstream_unavailable"
         response = http.post("/v1/chat/completions", json=REQUEST)
     assert response.headers["x-bias-status"] == "pending"
     assert gateway.wait_for_score(response.headers["x-bias-run-id"])["status"] == "scored"

@@ -21,16 +21,46 @@ MakeGateway = Callable[..., RunningGateway]
 REQUEST = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}
 
 
-def sample(text: str, name: str, **labels: str) -> float:
-    """The sum of the samples named `name` whose labels include `labels` (0 when none)."""
-    total = 0.0
+def samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
+    """Every sample named exactly `name` in Prometheus text, as (labels, value)."""
+    found: list[tuple[dict[str, str], float]] = []
     for line in text.splitlines():
+        # `name{` or `name ` only, so `x_total` never matches `x_total_created` or `# HELP x`.
         if not line.startswith(name + "{") and not line.startswith(name + " "):
             continue
-        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split(" ")[0]))
-        if all(found.get(key) == value for key, value in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+        series, value = line.rsplit(" ", 1)
+        found.append((dict(re.findall(r'(\w+)="([^"]*)"', series)), float(value)))
+    return found
+
+
+def matching(text: str, name: str, **labels: str) -> list[tuple[dict[str, str], float]]:
+    """The samples named `name` whose labels include `labels`."""
+    return [
+        (found, value)
+        for found, value in samples(text, name)
+        if all(found.get(key) == want for key, want in labels.items())
+    ]
+
+
+def sample(text: str, name: str, *, default: float | None = None, **labels: str) -> float:
+    """The sum of the samples named `name` whose labels include `labels`.
+
+    No such sample is an error unless `default` is given: reading a missing series
+    as 0 would let a renamed metric or label pass every `== 0` check. A caller that
+    knows a series may legitimately not exist yet (a labelled counter before its
+    first increment) says so with `default=`.
+    """
+    hits = matching(text, name, **labels)
+    if not hits:
+        if default is not None:
+            return default
+        seen = [found for found, _ in samples(text, name)]
+        raise AssertionError(
+            f"no sample {name} with labels {labels}; label sets seen for {name}: {seen}"
+            if seen
+            else f"no sample named {name} at all in the scrape"
+        )
+    return sum(value for _, value in hits)
 
 
 def scrape(gateway: RunningGateway, api_key: str | None = None) -> str:
@@ -39,6 +69,25 @@ def scrape(gateway: RunningGateway, api_key: str | None = None) -> str:
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     return response.text
+
+
+SCRAPE = """\
+# HELP demo_total A demo counter.
+# TYPE demo_total counter
+demo_total{kind="a",model="m"} 0.0
+demo_total{kind="b",model="m"} 2.0
+demo_created{kind="a",model="m"} 1.7e+09
+"""
+
+
+def test_sample_tells_a_zero_from_a_missing_series() -> None:
+    assert sample(SCRAPE, "demo_total", kind="a") == 0
+    assert sample(SCRAPE, "demo_total", model="m") == 2
+    with pytest.raises(AssertionError, match=r"kind.*'c'.*label sets seen.*'b'"):
+        sample(SCRAPE, "demo_total", kind="c")
+    with pytest.raises(AssertionError, match="no sample named renamed_total at all"):
+        sample(SCRAPE, "renamed_total")
+    assert sample(SCRAPE, "demo_total", default=0.0, kind="c") == 0
 
 
 def test_counters_move_with_traffic(fake_openai: FakeOpenAI, make_gateway: MakeGateway) -> None:
@@ -138,7 +187,8 @@ def test_unknown_models_fold_into_other(make_gateway: MakeGateway) -> None:
     route = "/v1/chat/completions"
     assert sample(text, "gateway_requests_total", route=route, model="first") == 1
     assert sample(text, "gateway_requests_total", route=route, model="other") == 2
-    assert sample(text, "gateway_requests_total", route=route, model="second") == 0
+    # Folded into "other", so "second" must not get a series of its own at all.
+    assert matching(text, "gateway_requests_total", model="second") == []
 
 
 def test_workers_share_one_view_of_metrics(

@@ -1,4 +1,8 @@
+from collections.abc import Sequence
+from typing import Any
+
 from guard import BiasScorer
+from guard.judge import Message, OutputSchema
 from guard.testing import FunctionJudge, scripted_bias_judge
 
 
@@ -18,7 +22,9 @@ async def test_scripted_judge_drives_a_scorer() -> None:
 
 
 async def test_function_judge_accepts_async_functions() -> None:
-    async def answer(messages, schema):  # type: ignore[no-untyped-def]
+    async def answer(
+        messages: Sequence[Message], schema: OutputSchema | None
+    ) -> str | dict[str, Any]:
         return {"opinions": []} if schema and schema.name == "opinions" else "plain"
 
     judge = FunctionJudge(answer, model="mine")

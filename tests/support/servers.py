@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 
 
 class ServerThread:
-    def __init__(self, app: Any, *, lifespan: str = "off") -> None:
+    def __init__(self, app: Any, *, lifespan: Literal["auto", "on", "off"] = "off") -> None:
         config = uvicorn.Config(
             app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan
         )
