@@ -398,6 +398,10 @@ _ENV_TEMPLATE: dict[str, Any] = {
         "base_url": "${OPENAI_BASE_URL:-https://api.openai.com/v1}",
         "api_key": "${OPENAI_API_KEY:-}",
     },
+    "anthropic": {
+        "base_url": "${ANTHROPIC_BASE_URL:-https://api.anthropic.com}",
+        "api_key": "${ANTHROPIC_API_KEY:-}",
+    },
     "judge": {
         "model": "${BIAS_JUDGE_MODEL:-gpt-4o-mini}",
         "base_url": "${BIAS_JUDGE_BASE_URL:-}",

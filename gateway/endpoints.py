@@ -154,8 +154,8 @@ async def passthrough(request: Request) -> Response:
     try:
         return await _passthrough(request)
     except GatewayError as exc:
-        if not anthropic_path(request.url.path):
-            raise
+        if isinstance(exc, MethodNotAllowed) or not anthropic_path(request.url.path):
+            raise  # the app's handler: the OpenAI envelope (and a 405's `allow`)
         refusal = Refusal.of(exc)  # the anthropic SDK reads its own error shape
         return JSONResponse(Messages().error_body(refusal), status_code=refusal.status)
 
@@ -197,15 +197,9 @@ async def _passthrough(request: Request) -> Response:
         for name, value in request.headers.items()
         if name not in _DROPPED_REQUEST_HEADERS and not name.startswith("x-bias-")
     }
+    headers.update(target.auth_headers(request.headers))
     if anthropic:
-        client_key = request.headers.get("x-api-key")
-        if target.forward_client_auth and client_key:
-            headers["x-api-key"] = client_key
-        elif target.api_key:
-            headers["x-api-key"] = target.api_key
         headers.setdefault("anthropic-version", target.version or "2023-06-01")
-    elif target.api_key:
-        headers["authorization"] = f"Bearer {target.api_key}"
     # Streamed back as it arrives: these may be SSE or large files.
     answer = await gateway.upstream.request(
         method,

@@ -208,20 +208,9 @@ class _Call:
             value = client.get(name)
             if value is not None:
                 headers[name] = value
-        target = self.target
-        if target.anthropic:
-            headers.setdefault("anthropic-version", target.version or "2023-06-01")
-            client_key = client.get("x-api-key")
-            if target.forward_client_auth and client_key:
-                headers["x-api-key"] = client_key
-            elif target.api_key:
-                headers["x-api-key"] = target.api_key
-        else:
-            client_auth = client.get("authorization")
-            if target.forward_client_auth and client_auth:
-                headers["authorization"] = client_auth
-            elif target.api_key:
-                headers["authorization"] = f"Bearer {target.api_key}"
+        headers.update(self.target.auth_headers(client))
+        if self.target.anthropic:
+            headers.setdefault("anthropic-version", self.target.version or "2023-06-01")
         headers["x-request-id"] = self.state.request_id
         return headers
 

@@ -58,6 +58,24 @@ class Target:
     anthropic: bool = False  # an Anthropic-compatible server: `x-api-key`, `anthropic-version`
     version: str | None = None  # the `anthropic-version` sent when the client sends none
 
+    def auth_headers(self, client: Mapping[str, str]) -> dict[str, str]:
+        """The credentials to send: the target's key, or the client's own when forwarded.
+
+        Anthropic's SDK sends its key as `x-api-key` or (newer releases) as a
+        bearer token; a forwarded key goes on under the name it came with.
+        """
+        if self.forward_client_auth:
+            names = ("x-api-key", "authorization") if self.anthropic else ("authorization",)
+            for name in names:
+                if client.get(name):
+                    return {name: client[name]}
+            return {}
+        if not self.api_key:
+            return {}
+        if self.anthropic:
+            return {"x-api-key": self.api_key}
+        return {"authorization": f"Bearer {self.api_key}"}
+
 
 @dataclass(slots=True)
 class UpstreamResponse:

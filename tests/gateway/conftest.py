@@ -74,6 +74,12 @@ def settings_for(fake: FakeOpenAI, tmp_path: Path, **overrides: Any) -> Settings
     """Settings pointing the upstream and the judge at the fake; `overrides` merge on top."""
     data: dict[str, Any] = {
         "upstream": {"base_url": fake.base_url, "api_key": "sk-upstream-secret", "timeout": 10},
+        # Anthropic's base URL has no /v1: the fake serves /v1/messages under its root.
+        "anthropic": {
+            "base_url": fake.base_url.removesuffix("/v1"),
+            "api_key": "sk-ant-upstream-secret",
+            "timeout": 10,
+        },
         "judge": {"model": JUDGE_MODEL, "timeout": 5, "max_retries": 0},
         "store": {"path": str(tmp_path / "scores.db")},
         "queue": {"size": 100, "drain_deadline": 5},

@@ -4,6 +4,11 @@ Requests whose `model` is `judge_model` are answered as the bias judge, step by
 step, from the scripted `opinions`, `verdicts` and `reason`. Any other model is
 answered as an upstream chat model with `reply` (streamed when asked).
 
+The upstream also speaks OpenAI's legacy Completions (`/v1/completions`) and
+Responses (`/v1/responses`) APIs and Anthropic's Messages API (`/v1/messages`),
+worded by `fake_apis`; those calls are recorded as step "chat" and take the same
+knobs and faults, so a test can script an upstream whichever API it is reached by.
+
 Misbehaviour is scripted with `Fault`s, each used by the next matching request.
 """
 
@@ -14,6 +19,7 @@ import json
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +27,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.support import fake_apis
+from tests.support.fake_apis import Frame, Surface, split
 
 JUDGE_MODEL = "judge"
 
@@ -30,9 +39,11 @@ class Fault:
     """One scripted misbehaviour.
 
     `step` limits it to one kind of request: "preprocess", "analyze", "reason"
-    (judge steps) or "chat" (upstream). `content` replaces the answer's text,
-    `body` replaces the whole HTTP body, `status` sets the HTTP status, `delay`
-    waits first, and `disconnect_after` cuts a stream after that many chunks.
+    (judge steps), "chat" (upstream, by whichever API), or "count_tokens"
+    and "other" (the catch-all route), each only taken by a fault naming it.
+    `content` replaces the answer's text(s), `body` replaces the whole HTTP
+    body, `status` sets the HTTP status, `delay` waits first, and
+    `disconnect_after` cuts a stream after that many text pieces.
     `raw_chunks` answers with exactly these bytes, `raw_delay` seconds apart
     (a stream or a slow body, whatever the request asked for); `reset_after`
     then drops the connection after that many of them.
@@ -65,7 +76,10 @@ class FakeOpenAI:
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+                Route("/v1/completions", self._completions, methods=["POST"]),
                 Route("/v1/responses", self._responses, methods=["POST"]),
+                Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route(
                     "/{path:path}",
                     self._other,
@@ -85,7 +99,8 @@ class FakeOpenAI:
         # Each chat reply distinct ("<reply> #<n>"), so the score cache cannot hide the judge.
         self.unique_replies = False
         self._served = 0
-        self.replies: list[str] | None = None  # one text per choice, for n > 1
+        # One text per chat choice (n > 1), Responses output message or Messages text block.
+        self.replies: list[str] | None = None
         self.tool_calls_only = False
         self.response_headers: dict[str, str] = {}
         # Verdicts chosen by a substring of the judged text; falls back to `verdicts`.
@@ -162,6 +177,25 @@ class FakeOpenAI:
 
     async def _answer_chat(self, step: str, body: dict[str, Any]) -> Response:
         fault = self._take_fault(step)
+        failure = fake_apis.openai_error("server_error", "scripted failure")
+        scripted = await self._scripted(step, fault, failure)
+        if scripted is not None:
+            return scripted
+        response_format = _field(body, "response_format", "type")
+        if response_format in self.refuse_formats:
+            return _error(400, f"response_format {response_format} is not supported")
+        content = fault.content if fault and fault.content is not None else self._answer(step, body)
+        if body.get("stream"):
+            return self._stream(body, content, fault)
+        return JSONResponse(self._completion(body, content), headers=self.response_headers)
+
+    async def _scripted(
+        self, step: str, fault: Fault | None, failure: dict[str, Any]
+    ) -> Response | None:
+        """Wait as scripted, then the fault's own answer if it has one (None: answer as usual).
+
+        `failure` is the error body of a `status` fault without a `body`, in the API's words.
+        """
         if self.delay:
             await asyncio.sleep(self.delay)
         if self.judge_delay and step != "chat":
@@ -169,11 +203,8 @@ class FakeOpenAI:
         if fault and fault.delay:
             await asyncio.sleep(fault.delay)
         if fault and fault.status is not None and fault.status >= 400:
-            text = fault.body or json.dumps(
-                {"error": {"message": "scripted failure", "type": "server_error", "code": None}}
-            )
             return Response(
-                text,
+                fault.body or json.dumps(failure),
                 status_code=fault.status,
                 media_type="application/json",
                 headers=fault.headers,
@@ -182,13 +213,91 @@ class FakeOpenAI:
             return self._raw(fault)
         if fault and fault.body is not None:
             return Response(fault.body, status_code=fault.status or 200, headers=fault.headers)
-        response_format = _field(body, "response_format", "type")
-        if response_format in self.refuse_formats:
-            return _error(400, f"response_format {response_format} is not supported")
-        content = fault.content if fault and fault.content is not None else self._answer(step, body)
+        return None
+
+    # -- the other model APIs (always the upstream, never the judge) --------------
+
+    async def _completions(self, request: Request) -> Response:
+        return await self._upstream(request, fake_apis.COMPLETIONS)
+
+    async def _responses(self, request: Request) -> Response:
+        return await self._upstream(request, fake_apis.RESPONSES)
+
+    async def _messages(self, request: Request) -> Response:
+        return await self._upstream(request, fake_apis.MESSAGES)
+
+    async def _upstream(self, request: Request, surface: Surface) -> Response:
+        """One upstream call in `surface`'s words, recorded and faulted as step "chat"."""
+        body = await _json_object(request)
+        if body is None:
+            return JSONResponse(surface.error("invalid_request_error", "invalid JSON body"), 400)
+        self.requests.append(Recorded("chat", body, dict(request.headers), request.url.path))
+        fault = self._take_fault("chat")
+        failure = surface.error(surface.server_error, "scripted failure")
+        scripted = await self._scripted("chat", fault, failure)
+        if scripted is not None:
+            return scripted
+        n = int(body.get("n") or 1) if surface.honours_n else 1
+        texts = self._texts(body, fault, n)
         if body.get("stream"):
-            return self._stream(body, content, fault)
-        return JSONResponse(self._completion(body, content), headers=self.response_headers)
+            pieces = [split(text, self.chunks) for text in texts]
+            frames = surface.stream(body, pieces)
+            return self._streaming(frames, fault, self.response_headers)
+        return JSONResponse(surface.render(body, texts), headers=self.response_headers)
+
+    async def _count_tokens(self, request: Request) -> Response:
+        """Anthropic's token count; faulted only by faults with step "count_tokens"."""
+        body = await _json_object(request)
+        if body is None:
+            message = "invalid JSON body"
+            return JSONResponse(fake_apis.anthropic_error("invalid_request_error", message), 400)
+        self.requests.append(
+            Recorded("count_tokens", body, dict(request.headers), request.url.path)
+        )
+        fault = self._take_fault("count_tokens", exact=True)
+        failure = fake_apis.anthropic_error("api_error", "scripted failure")
+        scripted = await self._scripted("count_tokens", fault, failure)
+        if scripted is not None:
+            return scripted
+        return JSONResponse({"input_tokens": fake_apis.message_input_tokens(body)})
+
+    def _texts(self, body: dict[str, Any], fault: Fault | None, n: int) -> list[str]:
+        """The upstream's texts: a `content` fault's, else `replies`, else `n` times the reply."""
+        if fault and fault.content is not None:
+            return [fault.content] * n
+        if self.replies:
+            return list(self.replies)
+        return [self._answer("chat", body)] * n
+
+    def _streaming(
+        self, frames: Iterable[Frame], fault: Fault | None, headers: dict[str, str] | None = None
+    ) -> StreamingResponse:
+        """Send `frames` as an event stream, kept in `sent` and its end in `stream_endings`.
+
+        A `disconnect_after` fault cuts it before that many text pieces have gone, and
+        `chunk_delay` paces the pieces, whichever API the frames speak.
+        """
+        cut = fault.disconnect_after if fault else None
+        self.sent = []
+
+        async def body() -> Any:
+            ending = "cancelled"
+            pieces = 0
+            try:
+                for frame in frames:
+                    if frame.piece:
+                        if cut is not None and pieces >= cut:
+                            raise ConnectionResetError("scripted disconnect")
+                        pieces += 1
+                        if self.chunk_delay:
+                            await asyncio.sleep(self.chunk_delay)
+                    self.sent.append(frame.data)
+                    yield frame.data
+                ending = "completed"
+            finally:
+                self.stream_endings.append(ending)
+
+        return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
 
     async def _other(self, request: Request) -> Response:
         """Any other path: recorded with its raw path, so tests see where requests landed."""
@@ -201,6 +310,12 @@ class FakeOpenAI:
             target = "/v1/chat/completions"
         if target is not None:
             return Response(status_code=307, headers={"location": target})
+        # Only a fault that names this step: a path nobody scores must not take one meant
+        # for a model call.
+        fault = next((f for f in self.faults if f.step == "other"), None)
+        if fault is not None and fault.raw_chunks is not None:
+            self.faults.remove(fault)
+            return self._raw(fault)
         return JSONResponse({"path": raw_path})
 
     def _raw(self, fault: Fault) -> Response:
@@ -232,17 +347,6 @@ class FakeOpenAI:
             {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.1]}]}
         )
 
-    async def _responses(self, request: Request) -> Response:
-        """A stand-in for the Responses API's event stream."""
-        self.requests.append(Recorded("responses", await request.json(), dict(request.headers)))
-
-        async def events() -> Any:
-            for index in range(3):
-                yield f'event: response.output_text.delta\ndata: {{"delta": "{index}"}}\n\n'
-                await asyncio.sleep(0.01)
-
-        return StreamingResponse(events(), media_type="text/event-stream")
-
     # -- behaviour --------------------------------------------------------------
 
     def _step_of(self, body: dict[str, Any]) -> str:
@@ -268,9 +372,10 @@ class FakeOpenAI:
             return "preprocess"
         return "reason"
 
-    def _take_fault(self, step: str) -> Fault | None:
+    def _take_fault(self, step: str, *, exact: bool = False) -> Fault | None:
+        """The first fault for `step`; unless `exact`, a fault for any step will do."""
         for fault in list(self.faults):
-            if fault.step in (None, step):
+            if fault.step == step or (fault.step is None and not exact):
                 self.faults.remove(fault)
                 return fault
         return None
@@ -344,43 +449,7 @@ class FakeOpenAI:
         return {"index": index, "message": message, "finish_reason": "stop"}
 
     def _stream(self, body: dict[str, Any], content: str, fault: Fault | None) -> Response:
-        completion_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
-        pieces = _split(content, self.chunks)
-        cut = fault.disconnect_after if fault else None
-
-        def frame(delta: dict[str, Any], finish: str | None) -> bytes:
-            chunk = {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": 1,
-                "model": body.get("model"),
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-            }
-            return b"data: " + json.dumps(chunk).encode() + b"\n\n"
-
-        self.sent = []
-
-        def sent(data: bytes) -> bytes:
-            self.sent.append(data)
-            return data
-
-        async def frames() -> Any:
-            ending = "cancelled"
-            try:
-                yield sent(frame({"role": "assistant", "content": ""}, None))
-                for index, piece in enumerate(pieces):
-                    if cut is not None and index >= cut:
-                        raise ConnectionResetError("scripted disconnect")
-                    if self.chunk_delay:
-                        await asyncio.sleep(self.chunk_delay)
-                    yield sent(frame({"content": piece}, None))
-                yield sent(frame({}, "stop"))
-                yield sent(b"data: [DONE]\n\n")
-                ending = "completed"
-            finally:
-                self.stream_endings.append(ending)
-
-        return StreamingResponse(frames(), media_type="text/event-stream")
+        return self._streaming(fake_apis.chat_stream(body, split(content, self.chunks)), fault)
 
 
 def _field(value: Any, *path: str) -> Any:
@@ -399,9 +468,13 @@ def _asks_as_judge(body: dict[str, Any]) -> bool:
     return first.get("role") == "system" and "You review text for bias" in str(first.get("content"))
 
 
-def _split(text: str, parts: int) -> list[str]:
-    size = max(1, -(-len(text) // max(1, parts)))
-    return [text[start : start + size] for start in range(0, len(text), size)] or [""]
+async def _json_object(request: Request) -> dict[str, Any] | None:
+    """The request's JSON object, or None when the body is not one."""
+    try:
+        body = json.loads(await request.body())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def _error(status: int, message: str) -> JSONResponse:
