@@ -20,9 +20,9 @@ from gateway.errors import (
     UnscoredPathRefused,
     UpstreamError,
 )
+from gateway.intake import read_body, resolve_mode
 from gateway.metrics import CONTENT_TYPE_LATEST
 from gateway.paths import anthropic_path, carries_no_text, owned_methods
-from gateway.pipeline import read_body, resolve_mode
 from gateway.state import Gateway
 from gateway.streaming import SSEResponse
 from gateway.surfaces import Messages

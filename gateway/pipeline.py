@@ -18,7 +18,7 @@ from typing import Any
 
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
@@ -35,7 +35,8 @@ from gateway.decisions import (
     decide,
     skip_headers,
 )
-from gateway.errors import BadRequest, GatewayError, PayloadTooLarge, UpstreamError
+from gateway.errors import BadRequest, GatewayError, UpstreamError
+from gateway.intake import read_body, resolve_mode
 from gateway.jobs import ScoreRequest
 from gateway.state import Gateway
 from gateway.streaming import (
@@ -49,41 +50,7 @@ from gateway.streaming import (
 from gateway.surfaces import Facts, Surface, SurfaceRequest
 from gateway.upstream import Target, UpstreamResponse
 
-__all__ = ["ScoredEndpoint", "read_body", "resolve_mode"]
-
-_MODES = ("off", "monitor", "enforce")
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"Request body exceeds the {limit} byte limit.")
-    # `receive` itself, not `request.stream()`: an async generator per request costs
-    # asyncio a WeakSet entry, which py-spy showed at 3% of a mode-off request.
-    parts: list[bytes] = []
-    size = 0
-    more = True
-    while more:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            raise ClientDisconnect()
-        part: bytes = message.get("body", b"")
-        more = message.get("more_body", False)
-        size += len(part)
-        if size > limit:
-            raise PayloadTooLarge(f"Request body exceeds the {limit} byte limit.")
-        parts.append(part)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def resolve_mode(policy: Policy, requested: str | None) -> str:
-    """The policy's mode, or the client's `x-bias-mode` where the policy allows it."""
-    if requested is None or not policy.allow_client_override:
-        return policy.mode
-    requested = requested.strip().lower()
-    if requested not in _MODES:
-        raise BadRequest(f"x-bias-mode must be one of {', '.join(_MODES)}.", param="x-bias-mode")
-    return requested
+__all__ = ["ScoredEndpoint"]
 
 
 def _json_object(body: bytes) -> dict[str, Any] | None:

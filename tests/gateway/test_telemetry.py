@@ -370,3 +370,50 @@ def test_the_global_provider_is_installed_only_when_spans_are_exported(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip().splitlines()[-1] == str(installed)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "operation", "provider", "finish"),
+    [
+        ("/v1/responses", {"model": "m1", "input": "hi"}, "chat", "openai", "completed"),
+        ("/v1/completions", {"model": "m1", "prompt": "hi"}, "text_completion", "openai", "stop"),
+        (
+            "/v1/messages",
+            {"model": "m1", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]},
+            "chat",
+            "anthropic",
+            "end_turn",
+        ),
+    ],
+)
+def test_every_surface_traces_its_upstream_call_and_evaluation(
+    fake_openai: FakeOpenAI,
+    make_gateway: MakeGateway,
+    captured: Captured,
+    path: str,
+    body: dict[str, object],
+    operation: str,
+    provider: str,
+    finish: str,
+) -> None:
+    fake_openai.reply = REPLY
+    gateway = make_gateway(otel=captured.telemetry, **policy(mode="enforce"))
+    with gateway.http() as http:
+        response = http.post(path, json=body)
+    assert response.status_code == 422  # the fake judge finds the reply biased
+    wait_for(lambda: bool(captured.named(f"POST {path}")))
+    upstream = captured.one(f"{operation} m1")
+    attributes = dict(upstream.attributes or {})
+    assert attributes["gen_ai.operation.name"] == operation
+    assert attributes["gen_ai.provider.name"] == provider
+    assert attributes["bias_gateway.api"] == path.removeprefix("/v1/")
+    assert attributes["gen_ai.response.finish_reasons"] == (finish,)
+    assert text(attributes, "gen_ai.response.id")
+    assert number(attributes, "gen_ai.usage.input_tokens") > 0
+    assert number(attributes, "gen_ai.usage.output_tokens") > 0
+    evaluation = dict(captured.one("evaluation bias").attributes or {})
+    assert evaluation["gen_ai.evaluation.score.label"] == "block"
+    assert evaluation["bias.api"] == path.removeprefix("/v1/")
+    wait_for(lambda: bool(captured.events()))  # sent once the deferred reason is in
+    (event,) = captured.events()
+    assert event.attributes["gen_ai.response.id"] == attributes["gen_ai.response.id"]
