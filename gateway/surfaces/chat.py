@@ -43,7 +43,14 @@ def _choice_facts(body: Mapping[str, Any]) -> Facts:
     return Facts(
         response_id=id_text(body.get("id")),
         model=id_text(body.get("model")),
-        finish_reasons=[str(c["finish_reason"]) for c in choices if c.get("finish_reason")],
+        finish_reasons=[
+            str(choice["finish_reason"])
+            for _, choice in sorted(
+                (json_int(choice.get("index", position)) or 0, choice)
+                for position, choice in enumerate(choices)
+            )
+            if choice.get("finish_reason")
+        ],
         input_tokens=json_int(usage.get("prompt_tokens")),
         output_tokens=json_int(usage.get("completion_tokens")),
     )
@@ -79,6 +86,10 @@ class ChatReader(_ChoiceReader):
         self.accumulator = ChunkAccumulator(max_chars=max_chars)
 
     def take(self, name: str | None, event: dict[str, Any]) -> bool:
+        if not isinstance(event.get("choices"), list):
+            # No chunk: its text, if any, could not be read, so it may not pass as none.
+            self.unreadable += 1
+            return False
         self.accumulator.add(event)
         self.truncated = self.accumulator.truncated
         return False

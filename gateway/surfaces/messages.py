@@ -104,9 +104,13 @@ class MessagesReader(StreamReader):
         position = json_int(index)
         if position is None or not isinstance(text, str) or not text:
             return
-        text = self.clip(self._chars, text)
+        # The blocks are joined with "\n", which counts towards `max_chars` too.
+        separator = 1 if self._blocks and position not in self._blocks else 0
+        text = self.clip(self._chars + separator, text)
+        if not text:
+            return
         self._blocks.setdefault(position, []).append(text)
-        self._chars += len(text)
+        self._chars += separator + len(text)
 
     def _usage(self, usage: object) -> None:
         if not isinstance(usage, Mapping):

@@ -105,8 +105,10 @@ class ResponsesReader(StreamReader):
             kind == "response.output_text.done"
             and index is not None
             and isinstance(event.get("text"), str)
+            and index not in self._deltas  # only for a text that came without deltas
         ):
-            self._done_texts[index] = self._done_texts.get(index, "") + event["text"]
+            # Cut here, so `truncated` is known before the texts are read.
+            self._done_texts[index] = self.clip(0, event["text"])
         if kind in TERMINAL_EVENTS:
             self.done = True
             return True
@@ -128,7 +130,7 @@ class ResponsesReader(StreamReader):
         texts = []
         for index in indexes:
             parts = self._deltas.get(index)
-            text = "".join(parts) if parts else self.clip(0, self._done_texts.get(index, ""))
+            text = "".join(parts) if parts else self._done_texts.get(index, "")
             if text:
                 texts.append(text)
         return texts
