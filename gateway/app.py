@@ -6,6 +6,7 @@ import contextlib
 import gc
 import os
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import structlog
 from pydantic import SecretStr
@@ -44,11 +45,12 @@ from gateway.upstream import Upstream
 from guard import BiasScorer, Judge, LiteLLMJudge
 from guard.limits import JudgeLimiter
 
-__all__ = ["app_from_environment", "build_judge", "create_app"]
+__all__ = ["ServeOptions", "app_from_environment", "build_judge", "create_app", "serve_app"]
 
 log = structlog.get_logger("gateway.app")
 
 CONFIG_ENV = "BIAS_GATEWAY_CONFIG"
+LOG_LEVEL_ENV = "BIAS_GATEWAY_LOG_LEVEL"
 CLIENT_CLOSED_REQUEST = 499
 
 
@@ -97,8 +99,13 @@ def create_app(
     upstream: Upstream | None = None,
     telemetry: Telemetry | None = None,
     freeze_gc: bool = False,
+    sweep_pending: bool = True,
 ) -> Starlette:
-    """Build the gateway app. Tests inject a `judge`, an `upstream` or `telemetry` here."""
+    """Build the gateway app. Tests inject a `judge`, an `upstream` or `telemetry` here.
+
+    `sweep_pending` marks the store's rows a previous run left pending as dropped at
+    startup; `bias-gateway serve` passes False, having swept once before its workers start.
+    """
     metrics = Metrics(
         aliases=settings.models,
         model_cap=settings.telemetry.model_label_cap,
@@ -110,7 +117,7 @@ def create_app(
         tracing = telemetry or Telemetry.from_settings(settings.telemetry)
         tracing.install_global()
         store = ScoreStore(settings.store.path)
-        store.start(sweep_pending=os.environ.get("BIAS_GATEWAY_SWEPT") != "1")
+        store.start(sweep_pending=sweep_pending)
         client = upstream or Upstream()
         await client.start()
         bias_judge = judge or build_judge(settings, client, metrics)
@@ -243,14 +250,45 @@ async def _unexpected_error(request: Request, exc: Exception) -> Response:
     return JSONResponse(body, status_code=500)
 
 
-def app_from_environment() -> Starlette:
-    """The uvicorn factory for `bias-gateway serve` (one call per worker process)."""
+@dataclass(frozen=True)
+class ServeOptions:
+    """What `bias-gateway serve` hands each worker's app, as objects.
+
+    Workers are spawned processes that unpickle their uvicorn config, so this and
+    everything in it must pickle (`Settings` does, `SecretStr` values included).
+    """
+
+    settings: Settings
+    log_level: str = "INFO"
+    # True when the caller already marked a previous run's pending rows dropped.
+    swept: bool = False
+
+
+def serve_app(options: ServeOptions) -> Starlette:
+    """The uvicorn factory `bias-gateway serve` runs, one call per worker process.
+
+    The CLI passes `functools.partial(serve_app, options)`: a top-level function and
+    picklable options, so uvicorn can hand it to spawned workers.
+    """
     from gateway.logs import configure_logging
 
-    configure_logging(level=os.environ.get("BIAS_GATEWAY_LOG_LEVEL", "INFO"))
+    configure_logging(level=options.log_level)
+    return create_app(options.settings, freeze_gc=True, sweep_pending=not options.swept)
+
+
+def app_from_environment() -> Starlette:
+    """A uvicorn factory for running uvicorn yourself:
+    `uvicorn gateway.app:app_from_environment --factory`.
+
+    Settings come from the YAML file named by `$BIAS_GATEWAY_CONFIG`, else from the
+    environment variables alone; `$BIAS_GATEWAY_LOG_LEVEL` sets the log level (INFO).
+    Each process sweeps the store's leftover pending rows at startup, so run several
+    workers with `bias-gateway serve --workers N`, which sweeps once before they start.
+    `bias-gateway serve` itself does not use this function or these variables.
+    """
     path = os.environ.get(CONFIG_ENV)
     settings = load_settings(path) if path else settings_from_env()
-    return create_app(settings, freeze_gc=True)
+    return serve_app(ServeOptions(settings, log_level=os.environ.get(LOG_LEVEL_ENV, "INFO")))
 
 
 def _freeze_startup_objects() -> None:

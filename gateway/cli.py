@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
+import inspect
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gateway.config import (
     ConfigError,
@@ -18,7 +23,13 @@ from gateway.config import (
     settings_from_env,
 )
 
+if TYPE_CHECKING:
+    import uvicorn
+
 __all__ = ["main"]
+
+# uvicorn's exit status for a server that failed to start (`uvicorn.config.STARTUP_FAILURE`).
+STARTUP_FAILURE = 3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from gateway.app import ServeOptions, serve_app
     from gateway.logs import configure_logging
     from gateway.store import ScoreStore, StoreError
 
@@ -55,7 +67,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigError("--workers: must be >= 1")
     host = args.host or settings.server.host
     port = args.port or settings.server.port
-    configure_logging(level=args.log_level.upper())
+    log_level = args.log_level.upper()
+    configure_logging(level=log_level)
     # Records left pending by a previous run are marked dropped once, here, and not by
     # each worker: a worker starting late would otherwise drop its siblings' live jobs.
     try:
@@ -64,15 +77,17 @@ def _serve(args: argparse.Namespace) -> int:
         asyncio.run(store.close())
     except StoreError as exc:
         raise ConfigError(f"store.path: {exc}") from exc
+    metrics_dir = None
     if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        # Each worker writes its metric values here; /metrics on any of them sums them all.
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="bias-gateway-metrics-")
-    os.environ["BIAS_GATEWAY_SWEPT"] = "1"
-    os.environ["BIAS_GATEWAY_LOG_LEVEL"] = args.log_level.upper()
-    if args.config:
-        os.environ["BIAS_GATEWAY_CONFIG"] = os.path.abspath(args.config)
-    uvicorn.run(
-        "gateway.app:app_from_environment",
+        # prometheus_client reads this in every worker: each writes its metric values
+        # there, and /metrics on any of them sums them all. Removed when serve ends.
+        metrics_dir = tempfile.mkdtemp(prefix="bias-gateway-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    # The app gets its settings as objects. Workers are spawned and unpickle this
+    # config, so the factory is a top-level function bound to picklable options.
+    options = ServeOptions(settings=settings, log_level=log_level, swept=True)
+    config = uvicorn.Config(
+        functools.partial(serve_app, options),
         factory=True,
         host=host,
         port=port,
@@ -82,4 +97,30 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=max(5, int(settings.queue.drain_deadline)),
         lifespan="on",
     )
-    return 0
+    server = uvicorn.Server(config)
+    try:
+        if args.workers > 1:
+            _supervise(config, server)
+            return 0
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run()
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+    # As `uvicorn.run`: a server that never started (lifespan failure, port taken) exits 3.
+    return 0 if server.started else STARTUP_FAILURE
+
+
+def _supervise(config: uvicorn.Config, server: uvicorn.Server) -> None:
+    """What `uvicorn.run` does for `workers > 1`, which it only allows with an import
+    string: bind once here, then uvicorn's supervisor spawns and watches the workers."""
+    from uvicorn.supervisors import Multiprocess
+
+    # Older uvicorn releases (pyproject allows >= 0.34) take the workers' `target` too.
+    extra = {"target": server.run} if "target" in inspect.signature(Multiprocess).parameters else {}
+    sock = config.bind_socket()
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            Multiprocess(config, sockets=[sock], **extra).run()
+    finally:
+        sock.close()

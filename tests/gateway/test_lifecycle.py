@@ -5,15 +5,21 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import signal
 import sqlite3
 import subprocess
-from collections.abc import Callable
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
+import psutil
+import pytest
 import yaml
 
 from gateway.app import create_app
@@ -278,3 +284,160 @@ def test_served_app_freezes_its_startup_objects(fake_openai: FakeOpenAI, tmp_pat
         gc.unfreeze()
     # Every module, setting and pool alive at startup: tens of thousands of objects.
     assert frozen > 10_000
+
+
+# `bias-gateway serve` in this interpreter; once it has shut down, the names of the
+# BIAS_GATEWAY_* variables its environment then held (the CLI's own, had it set any).
+ENV_PROBE = """
+import json, os, sys
+from gateway.cli import main
+code = main(sys.argv[1:])
+names = sorted(name for name in os.environ if name.startswith("BIAS_GATEWAY_"))
+print("bias-gateway variables:", json.dumps(names), flush=True)
+sys.exit(code)
+"""
+
+
+def bias_gateway_variables(environ: Mapping[str, str]) -> list[str]:
+    return sorted(name for name in environ if name.startswith("BIAS_GATEWAY_"))
+
+
+def without_bias_gateway_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in bias_gateway_variables(os.environ):
+        monkeypatch.delenv(name)
+
+
+def workers_of(parent: int) -> list[psutil.Process]:
+    """The uvicorn workers `serve` spawned (not multiprocessing's resource tracker)."""
+    children = psutil.Process(parent).children()
+    return [child for child in children if "spawn_main" in " ".join(child.cmdline())]
+
+
+def test_serve_with_one_worker_takes_its_settings_from_the_config_file(
+    fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without_bias_gateway_variables(monkeypatch)
+    config = write_config(
+        tmp_path / "g.yaml",
+        fake_openai,
+        tmp_path / "s.db",
+        server={"max_body_bytes": 200},
+        policies={"default": {"mode": "off"}},
+    )
+    probe = [sys.executable, "-c", ENV_PROBE]
+    process, url = start_gateway(config, extra=["--workers", "1"], command=probe)
+    try:
+        too_big = httpx.post(f"{url}/v1/chat/completions", content=b"x" * 300, timeout=10)
+        answered = httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=10)
+        assert workers_of(process.pid) == []  # one worker: the CLI's own process serves
+    finally:
+        process.send_signal(signal.SIGINT)  # uvicorn ends with KeyboardInterrupt: main returns
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert too_big.status_code == 413
+    assert "200 byte" in too_big.json()["error"]["message"]
+    assert answered.status_code == 200
+    assert not [name for name in answered.headers if name.startswith("x-bias-")]  # mode: off
+    assert "bias-gateway variables: []" in output.splitlines()
+
+
+def test_serve_with_two_workers_hands_them_settings_not_variables(
+    fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without_bias_gateway_variables(monkeypatch)
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    config = write_config(
+        tmp_path / "g.yaml",
+        fake_openai,
+        tmp_path / "s.db",
+        upstream={"base_url": "http://127.0.0.1:9/v1"},  # nothing listens there
+        server={"max_body_bytes": 200},
+    )
+    process, url = start_gateway(config, extra=["--workers", "2", "--log-level", "warning"])
+    try:
+        workers = workers_of(process.pid)
+        # New connections each time, so the kernel spreads them over both workers.
+        ready = [httpx.get(f"{url}/readyz", timeout=10) for _ in range(6)]
+        healthy = [httpx.get(f"{url}/healthz", timeout=10) for _ in range(6)]
+        too_big = [
+            httpx.post(f"{url}/v1/chat/completions", content=b"x" * 300, timeout=10)
+            for _ in range(6)
+        ]
+        unreachable = httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=10)
+        # /proc shows a spawned worker the environment the CLI had when it spawned it.
+        environments = [worker.environ() for worker in workers]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert len(workers) == 2
+    assert {response.status_code for response in ready} == {200}
+    assert {response.status_code for response in healthy} == {200}
+    assert {response.status_code for response in too_big} == {413}
+    assert unreachable.status_code == 502
+    for environment in environments:
+        assert bias_gateway_variables(environment) == []
+        # The one variable the CLI does set, for prometheus_client, is visible there.
+        assert environment.get("PROMETHEUS_MULTIPROC_DIR")
+    # --log-level reached the workers: not one info line from any process.
+    logged = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert logged
+    assert {line["level"] for line in logged} <= {"warning", "error"}
+
+
+def test_serve_sweeps_a_previous_runs_pending_rows_once_before_its_workers(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    store = tmp_path / "scores.db"
+
+    async def crash_with_pending() -> None:
+        previous = ScoreStore(store)
+        previous.start()
+        previous.submit(ScoreRecord(run_id="left-behind", status="pending", created_at=1.0))
+        previous.submit(ScoreRecord(run_id="done", status="scored", created_at=1.0, score=0.5))
+        await previous.close()
+
+    asyncio.run(crash_with_pending())
+    fake_openai.judge_delay = 30  # the job below stays pending while a worker starts
+    config = write_config(tmp_path / "g.yaml", fake_openai, store)
+    process, url = start_gateway(config, extra=["--workers", "2"])
+    lines: list[str] = []
+    assert process.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout or ()), daemon=True)
+    reader.start()
+
+    def rows() -> dict[str, tuple[str, str | None]]:
+        with sqlite3.connect(store) as db:
+            found = db.execute("SELECT run_id, status, status_reason FROM scores").fetchall()
+        return {run_id: (status, reason) for run_id, status, reason in found}
+
+    def wait_for(condition: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {lines}"
+            time.sleep(0.05)
+
+    def started() -> int:
+        return sum("Application startup complete." in line for line in lines)
+
+    try:
+        assert rows() == {
+            "left-behind": ("dropped", "gateway_restarted"),
+            "done": ("scored", None),
+        }
+        wait_for(lambda: started() == 2, "two workers")
+        live = httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=10)
+        run_id = live.headers["x-bias-run-id"]
+        wait_for(lambda: rows().get(run_id) == ("pending", None), "the live job's row")
+        # A third worker starts (uvicorn's supervisor adds one on SIGTTIN) while the job
+        # waits on its judge: had it swept the store, the job would now read dropped.
+        process.send_signal(signal.SIGTTIN)
+        wait_for(lambda: started() == 3, "the third worker")
+        assert rows()[run_id] == ("pending", None)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        reader.join(timeout=10)
+    assert process.returncode == 0, lines
+    # The live job was dropped by its own worker's shutdown, never as a leftover.
+    assert rows()[run_id] == ("dropped", "shutdown")

@@ -24,12 +24,18 @@ def gateway_command() -> list[str]:
 
 
 def start_gateway(
-    config: Path, *, env: dict[str, str] | None = None, extra: list[str] | None = None
+    config: Path,
+    *,
+    env: dict[str, str] | None = None,
+    extra: list[str] | None = None,
+    command: list[str] | None = None,
 ) -> tuple[subprocess.Popen[str], str]:
+    """Start `serve` (through `command`, default `gateway_command()`) and wait for /readyz."""
     port = free_port()
     environment = {**os.environ, **(env or {})}
+    argv = command or gateway_command()
     process = subprocess.Popen(
-        [*gateway_command(), "serve", "--config", str(config), "--port", str(port), *(extra or [])],
+        [*argv, "serve", "--config", str(config), "--port", str(port), *(extra or [])],
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
