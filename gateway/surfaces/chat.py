@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from gateway.accumulate import ChunkAccumulator, completion_texts, readable_completion
+from gateway.codec import loads
 from gateway.config import Policy
 from gateway.decisions import Outcome, bias_details
 from gateway.errors import BadRequest
@@ -85,14 +86,32 @@ class ChatReader(_ChoiceReader):
         super().__init__(max_chars=max_chars)
         self.accumulator = ChunkAccumulator(max_chars=max_chars)
 
-    def take(self, name: str | None, event: dict[str, Any]) -> bool:
-        if not isinstance(event.get("choices"), list):
-            # No chunk: its text, if any, could not be read, so it may not pass as none.
+    def add(self, name: str | None, data: str) -> bool:
+        # The hot path of every scored chat stream: `decode` and `take` inlined, two
+        # calls fewer per chunk; the checks are the base class's.
+        if data == DONE:
+            self.done = True
+            return True
+        try:
+            chunk = loads(data)
+        except ValueError:
             self.unreadable += 1
             return False
-        self.accumulator.add(event)
+        if (
+            not isinstance(chunk, dict)
+            or "error" in chunk
+            or chunk.get("type") == "error"
+            or not isinstance(chunk.get("choices"), list)
+        ):
+            # Not a chunk: its text, if any, could not be read, so it may not pass as none.
+            self.unreadable += 1
+            return False
+        self.accumulator.add(chunk)
         self.truncated = self.accumulator.truncated
         return False
+
+    def take(self, name: str | None, event: dict[str, Any]) -> bool:
+        return self.add(name, json.dumps(event))  # `add` decodes and takes in one go
 
     def texts(self) -> list[str]:
         return [text for text in self.accumulator.texts().values() if text]
