@@ -4,15 +4,22 @@ A config file is parsed as YAML first; then `${NAME}` and `${NAME:-default}`
 are replaced inside every string value of the loaded tree, so a value taken
 from the environment can never add YAML structure. pydantic then coerces the
 strings (`"0.5"` to a float, `"true"` to a bool) and checks everything. Every
-problem surfaces as one `ConfigError` line naming the file, the field and the
-problem, for example
+problem surfaces in one `ConfigError` line naming the file, the field and the
+problem, and first the variables behind a value that came from the environment
+(a secret's value masked), for example
 
     config/x.yaml: policies.strict.block_threshold: Input should be greater than or equal to 0
+    environment: BIAS_SCALE=ten: judge.scale: Input should be a valid number, ...
+
+A relative `store.path` in a file is taken from the file's folder; from the
+environment alone (`settings_from_env`), from the working directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -31,7 +38,15 @@ from pydantic import (
     model_validator,
 )
 
-from gateway.yamlenv import ConfigError, format_loc, interpolate, interpolate_tree, parse_yaml
+from gateway.yamlenv import (
+    ConfigError,
+    Interpolated,
+    Loc,
+    format_loc,
+    interpolate,
+    interpolate_tree,
+    parse_yaml,
+)
 
 __all__ = [
     "AnthropicSettings",
@@ -99,6 +114,15 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _Problems(ValueError):
+    """What a model validator found, each problem with the fields it is about (relative
+    to the model), so that the `ConfigError` can name the variables behind them."""
+
+    def __init__(self, problems: list[tuple[str, tuple[Loc, ...]]]) -> None:
+        super().__init__("; ".join(text for text, _ in problems))
+        self.problems = problems
+
+
 # --- models ------------------------------------------------------------------
 
 
@@ -128,19 +152,27 @@ class AnthropicSettings(_Model):
     @model_validator(mode="after")
     def _one_key(self) -> Self:
         if self.forward_client_auth and self.api_key is not None:
-            raise ValueError("set api_key or forward_client_auth, not both")
+            raise _Problems([_KEY_OR_FORWARD])
         return self
+
+
+_KEY_OR_FORWARD: tuple[str, tuple[Loc, ...]] = (
+    "set api_key or forward_client_auth, not both",
+    (("api_key",), ("forward_client_auth",)),
+)
 
 
 class ModelRoute(_Model):
     """Where one model alias goes: an OpenAI-compatible `base_url`, a `litellm`
     "provider/model" string, or neither (the default upstream).
 
-    With `litellm`, a `base_url` is handed to litellm as the provider's
-    `api_base` (for ollama, vLLM or Azure deployments)."""
+    A litellm route may name its provider's server as `api_base` (ollama, vLLM or
+    Azure deployments); unset, litellm uses the provider's own. `api_base` needs
+    `litellm`, and `base_url` is for OpenAI-compatible servers only."""
 
     base_url: OptionalUrl = None
     litellm: OptionalName = None
+    api_base: OptionalUrl = None
     model: OptionalName = None
     api_key: OptionalSecret = None
     timeout: OptionalPositiveFloat = None
@@ -156,8 +188,26 @@ class ModelRoute(_Model):
 
     @model_validator(mode="after")
     def _one_target(self) -> Self:
+        problems: list[tuple[str, tuple[Loc, ...]]] = []
+        if self.litellm is not None and self.base_url is not None:
+            problems.append(
+                (
+                    "set litellm or base_url, not both (give a litellm route its"
+                    " server as api_base)",
+                    (("litellm",), ("base_url",)),
+                )
+            )
+        if self.litellm is None and self.api_base is not None:
+            problems.append(
+                (
+                    "api_base is litellm's; without litellm, give the server as base_url",
+                    (("api_base",),),
+                )
+            )
         if self.forward_client_auth and self.api_key is not None:
-            raise ValueError("set api_key or forward_client_auth, not both")
+            problems.append(_KEY_OR_FORWARD)
+        if problems:
+            raise _Problems(problems)
         return self
 
 
@@ -238,6 +288,9 @@ class KeySettings(_Model):
 
 
 class StoreSettings(_Model):
+    """The SQLite score store. A relative `path` is taken from the config file's
+    folder (`load_settings`), or from the working directory (`settings_from_env`)."""
+
     path: Name = "bias-scores.db"
     capture_content: bool = False
 
@@ -319,29 +372,50 @@ class Settings(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         known = ", ".join(sorted(self.policies))
-        problems: list[str] = []
+        problems: list[tuple[str, tuple[Loc, ...]]] = []
         if self.default_policy not in self.policies:
             problems.append(
-                f"default_policy: no policy named {self.default_policy!r} (defined: {known})"
+                (
+                    f"default_policy: no policy named {self.default_policy!r} (defined: {known})",
+                    (("default_policy",),),
+                )
             )
+        scale = self.judge.scale
+        for name, policy in self.policies.items():
+            # A threshold above the scale is never reached: enforce would never block.
+            for field in ("flag_threshold", "block_threshold"):
+                threshold: float = getattr(policy, field)
+                if threshold > scale:
+                    where = ("policies", name, field)
+                    problems.append(
+                        (
+                            f"{format_loc(where)} ({threshold:g}) is above judge.scale"
+                            f" ({scale:g}): a score can never reach it",
+                            (where, ("judge", "scale")),
+                        )
+                    )
         for index, key in enumerate(self.keys):
             if key.policy not in self.policies:
                 problems.append(
-                    f"keys[{index}].policy: no policy named {key.policy!r} (defined: {known})"
+                    (
+                        f"keys[{index}].policy: no policy named {key.policy!r} (defined: {known})",
+                        (("keys", index, "policy"),),
+                    )
                 )
         names: set[str] = set()
         values: dict[str, str] = {}
         for key in self.all_keys():
             if key.name in names:
-                problems.append(f"keys: name {key.name!r} is used twice")
+                problems.append((f"keys: name {key.name!r} is used twice", ()))
             names.add(key.name)
             secret = key.key.get_secret_value()
             if secret in values:
                 # Never echo the key itself: name the two entries sharing it.
-                problems.append(f"keys: {values[secret]!r} and {key.name!r} have the same key")
+                text = f"keys: {values[secret]!r} and {key.name!r} have the same key"
+                problems.append((text, ()))
             values.setdefault(secret, key.name)
         if problems:
-            raise ValueError("; ".join(problems))
+            raise _Problems(problems)
         return self
 
     def all_keys(self) -> list[KeySettings]:
@@ -363,7 +437,8 @@ def load_settings(path: str | Path, env: Mapping[str, str] | None = None) -> Set
     """Read, interpolate and validate a YAML config file.
 
     `env` defaults to `os.environ`. Raises `ConfigError` with one line naming
-    the file, the field and the problem.
+    the file, the field and the problem. A relative `store.path` is resolved
+    against the file's folder, so the store does not move with the working directory.
     """
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -380,14 +455,22 @@ def load_settings(path: str | Path, env: Mapping[str, str] | None = None) -> Set
     if not isinstance(tree, dict):
         found = "an empty document" if tree is None else type(tree).__name__
         raise ConfigError(f"{path}: the top level must be a mapping, not {found}")
-    return _build(tree, str(path), os.environ if env is None else env)
+    settings = _build(tree, str(path), os.environ if env is None else env)
+    store = Path(settings.store.path)
+    if store.is_absolute():
+        return settings
+    anchored = os.path.abspath(Path(path).parent / store)
+    return settings.model_copy(
+        update={"store": settings.store.model_copy(update={"path": anchored})}
+    )
 
 
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     """The settings the shipped `config/gateway.yaml` gives, from the environment alone.
 
     The wheel does not carry `config/`, so the file's shape is mirrored here;
-    a test keeps the two equal.
+    a test keeps the two equal. A relative `store.path` stays relative: the
+    store opens it from the working directory.
     """
     return _build(_ENV_TEMPLATE, "environment", os.environ if env is None else env)
 
@@ -426,27 +509,71 @@ _ENV_TEMPLATE: dict[str, Any] = {
 
 def _build(tree: dict[str, Any], source: str, env: Mapping[str, str]) -> Settings:
     try:
-        return Settings.model_validate(interpolate_tree(tree, env))
+        interpolated = interpolate_tree(tree, env)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+    try:
+        return Settings.model_validate(interpolated.tree)
     except ValidationError as exc:
         # `from None`: pydantic's own message would print the inputs, secrets included.
-        raise ConfigError(f"{source}: {_format_errors(exc)}") from None
+        raise ConfigError(f"{source}: {_format_errors(exc, interpolated, env)}") from None
 
 
 # Errors where the offending value helps, e.g. when it came from the environment.
 _SHOW_INPUT = frozenset({"bool_parsing", "float_parsing", "int_parsing", "literal_error"})
+# The fields holding secrets (SecretStr): their variables are named, their values never.
+_SECRET_FIELDS = frozenset({"api_key", "api_keys", "key"})
 
 
-def _format_errors(exc: ValidationError) -> str:
+def _format_errors(exc: ValidationError, interpolated: Interpolated, env: Mapping[str, str]) -> str:
     parts: list[str] = []
     for error in exc.errors(include_url=False):
+        loc: Loc = tuple(error["loc"])
+        location = format_loc(loc)
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, _Problems):
+            for text, about in cause.problems:
+                origin = _origin([(*loc, *field) for field in about], interpolated, env)
+                parts.append(origin + (f"{location}: {text}" if location else text))
+            continue
         message = error["msg"].removeprefix("Value error, ")
-        if error["type"] in _SHOW_INPUT and isinstance(error["input"], str):
+        origin = _origin([loc], interpolated, env)
+        shown = isinstance(error["input"], str) and not _is_secret(loc)
+        if error["type"] in _SHOW_INPUT and shown and not origin:
             message += f", got {error['input']!r}"
-        location = format_loc(tuple(error["loc"]))
-        parts.append(f"{location}: {message}" if location else message)
+        parts.append(origin + (f"{location}: {message}" if location else message))
     return "; ".join(parts).replace("\n", " ")
+
+
+def _origin(locs: list[Loc], interpolated: Interpolated, env: Mapping[str, str]) -> str:
+    """`NAME=value, ...: ` for the variables behind the values at `locs`, or ""."""
+    secret: dict[str, bool] = {}
+    for loc in locs:
+        for name in _variables_at(loc, interpolated.sources):
+            secret[name] = secret.get(name, False) or _is_secret(loc)
+    shown = [f"{name}={_show_value(env.get(name, ''), masked)}" for name, masked in secret.items()]
+    return f"{', '.join(shown)}: " if shown else ""
+
+
+def _variables_at(loc: Loc, sources: dict[Loc, tuple[str, ...]]) -> tuple[str, ...]:
+    # An error may sit below the string that held the variable: api_keys[1] in "a,b".
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in sources:
+            return sources[loc[:end]]
+    return ()
+
+
+def _is_secret(loc: Loc) -> bool:
+    names = [part for part in loc if isinstance(part, str)]
+    return bool(names) and names[-1] in _SECRET_FIELDS
+
+
+def _show_value(value: str, masked: bool) -> str:
+    if masked and value.strip():
+        return "****"
+    with contextlib.suppress(ValueError):  # not a URL
+        value = _redact_url(value)  # a URL's password, when a variable holds a whole URL
+    return shlex.quote(value)
 
 
 # --- describing --------------------------------------------------------------
@@ -456,9 +583,11 @@ def describe_settings(settings: Settings) -> dict[str, Any]:
     """The effective settings as JSON-ready data, every secret masked (`sk-…abcd`).
 
     `keys` lists every key, the ones generated from `api_keys` included, and
-    the judge's `base_url`/`api_key` show what the judge will actually use.
+    the judge's `base_url`/`api_key` show what the judge will actually use, and
+    `store.path` is the absolute path of the file the store opens.
     """
     data = settings.model_dump(exclude={"api_keys"})
+    data["store"]["path"] = os.path.abspath(settings.store.path)
     data["keys"] = [key.model_dump() for key in settings.all_keys()]
     data["judge"]["base_url"] = settings.judge_base_url()
     data["judge"]["api_key"] = settings.judge_api_key()

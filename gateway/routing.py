@@ -34,7 +34,7 @@ class Router:
                 # An alias on the default upstream inherits its key.
                 key = key or default_key
             if route.litellm is not None:
-                base_url = route.base_url or ""  # litellm's api_base; empty for its default
+                base_url = route.api_base or ""  # litellm's api_base; empty for its default
             else:
                 base_url = route.base_url or upstream.base_url
             self._routes[alias] = Target(

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-__all__ = ["ConfigError", "format_loc", "interpolate", "interpolate_tree", "parse_yaml"]
+__all__ = [
+    "ConfigError",
+    "Interpolated",
+    "Loc",
+    "format_loc",
+    "interpolate",
+    "interpolate_tree",
+    "parse_yaml",
+]
+
+# A place in a loaded tree, as pydantic's error `loc`: ("keys", 0, "key").
+Loc = tuple[str | int, ...]
 
 
 class ConfigError(Exception):
@@ -29,6 +41,16 @@ def interpolate(text: str, env: Mapping[str, str]) -> str:
     >>> interpolate("${HOST:-localhost}:${PORT}", {"PORT": "80"})
     'localhost:80'
     """
+    missing: list[str] = []
+    value = _expand(text, env, [], missing)
+    if missing:
+        raise ConfigError(_not_set(missing[:1]))
+    return value
+
+
+def _expand(text: str, env: Mapping[str, str], used: list[str], missing: list[str]) -> str:
+    """`interpolate`, noting the variables whose values went in (`used`) and the unset
+    ones (`missing`, replaced by ""), so that a caller can report them all at once."""
     out: list[str] = []
     position = 0
     while (dollar := text.find("$", position)) != -1:
@@ -38,7 +60,7 @@ def interpolate(text: str, env: Mapping[str, str]) -> str:
             out.append("$")
             position = dollar + 2
         elif following == "{":
-            value, position = _reference(text, dollar + 2, env)
+            value, position = _reference(text, dollar + 2, env, used, missing)
             out.append(value)
         else:
             out.append("$")
@@ -47,23 +69,26 @@ def interpolate(text: str, env: Mapping[str, str]) -> str:
     return "".join(out)
 
 
-def _reference(text: str, start: int, env: Mapping[str, str]) -> tuple[str, int]:
+def _reference(
+    text: str, start: int, env: Mapping[str, str], used: list[str], missing: list[str]
+) -> tuple[str, int]:
     """Resolve the reference whose name starts at `start`; return it and the end offset."""
     match = _NAME.match(text, start)
     end = match.end() if match else start
     if match and text.startswith("}", end):
         name = match.group()
         if name not in env:
-            raise ConfigError(
-                f"environment variable {name} is not set (write ${{{name}:-}} to make it optional)"
-            )
+            missing.append(name)
+            return "", end + 1
+        used.append(name)
         return env[name], end + 1
     if match and text.startswith(":-", end):
         close = _closing_brace(text, end + 2)
         value = env.get(match.group(), "")
         if value:
+            used.append(match.group())
             return value, close + 1
-        return interpolate(text[end + 2 : close], env), close + 1
+        return _expand(text[end + 2 : close], env, used, missing), close + 1
     if "}" not in text[start:]:
         raise ConfigError("unterminated '${' (write $$ for a literal $)")
     reference = text[start - 2 : text.index("}", start) + 1]
@@ -89,18 +114,67 @@ def _closing_brace(text: str, start: int) -> int:
     raise ConfigError("unterminated '${' (write $$ for a literal $)")
 
 
-def interpolate_tree(node: Any, env: Mapping[str, str], loc: tuple[str | int, ...] = ()) -> Any:
-    """Interpolate every string inside a loaded YAML tree; errors name the field."""
-    if isinstance(node, str):
-        try:
-            return interpolate(node, env)
-        except ConfigError as exc:
-            raise ConfigError(f"{format_loc(loc)}: {exc}" if loc else str(exc)) from None
-    if isinstance(node, dict):
-        return {key: interpolate_tree(value, env, (*loc, key)) for key, value in node.items()}
-    if isinstance(node, list):
-        return [interpolate_tree(item, env, (*loc, index)) for index, item in enumerate(node)]
-    return node
+def _not_set(names: list[str]) -> str:
+    return f"environment variable {names[0]} is not set {_optional_hint(names)}"
+
+
+def _optional_hint(names: list[str]) -> str:
+    if len(names) == 1:
+        return f"(write ${{{names[0]}:-}} to make it optional)"
+    return "(write ${NAME:-} to make one optional)"
+
+
+@dataclass(frozen=True, slots=True)
+class Interpolated:
+    """A loaded tree after interpolation, and where the environment went into it."""
+
+    tree: Any
+    # The variables whose values make up each string that took any, in order of use:
+    # {("server", "port"): ("GATEWAY_PORT",)}. Strings from the file alone are absent.
+    sources: dict[Loc, tuple[str, ...]]
+
+
+def interpolate_tree(node: Any, env: Mapping[str, str]) -> Interpolated:
+    """Interpolate every string inside a loaded YAML tree.
+
+    Every problem is reported at once, each naming its field:
+    `upstream.api_key: environment variable A is not set; keys[0].key: ...`.
+    """
+    sources: dict[Loc, tuple[str, ...]] = {}
+    problems: list[str] = []
+    unset: list[str] = []
+
+    def walk(node: Any, loc: Loc) -> Any:
+        if isinstance(node, str):
+            used: list[str] = []
+            missing: list[str] = []
+            try:
+                value = _expand(node, env, used, missing)
+            except ConfigError as exc:
+                problems.append(_at(loc, str(exc)))
+                return node
+            for name in missing:
+                problems.append(_at(loc, f"environment variable {name} is not set"))
+                unset.append(name)
+            if used:
+                sources[loc] = tuple(dict.fromkeys(used))
+            return value
+        if isinstance(node, dict):
+            return {key: walk(value, (*loc, key)) for key, value in node.items()}
+        if isinstance(node, list):
+            return [walk(item, (*loc, index)) for index, item in enumerate(node)]
+        return node
+
+    tree = walk(node, ())
+    if problems:
+        names = list(dict.fromkeys(unset))
+        hint = f" {_optional_hint(names)}" if names else ""
+        raise ConfigError("; ".join(problems) + hint)
+    return Interpolated(tree, sources)
+
+
+def _at(loc: Loc, message: str) -> str:
+    return f"{format_loc(loc)}: {message}" if loc else message
 
 
 class _Loader(yaml.SafeLoader):
@@ -152,7 +226,7 @@ def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def format_loc(loc: tuple[str | int, ...]) -> str:
+def format_loc(loc: Loc) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -14,11 +15,13 @@ from gateway.config import (
     ModelRoute,
     Policy,
     Settings,
+    StoreSettings,
     describe_settings,
     interpolate,
     load_settings,
     settings_from_env,
 )
+from gateway.routing import Router
 
 CONFIG = Path(__file__).parents[2] / "config"
 SHIPPED = CONFIG / "gateway.yaml"
@@ -179,10 +182,17 @@ def test_shipped_config_uses_the_documented_variables() -> None:
     assert variables(yaml.safe_load(SHIPPED.read_text())) == set(FULL_ENV)
 
 
+def with_default_store(settings: Settings) -> Settings:
+    return settings.model_copy(update={"store": StoreSettings()})
+
+
 def test_shipped_config_with_empty_env() -> None:
     settings = load_settings(SHIPPED, {})
-    assert settings == settings_from_env({})
-    assert settings == Settings()
+    # The file's relative default is taken from its folder; from the environment, it stays.
+    assert settings.store.path == os.path.abspath(CONFIG / "bias-scores.db")
+    assert settings_from_env({}).store.path == "bias-scores.db"
+    assert with_default_store(settings) == settings_from_env({})
+    assert with_default_store(settings) == Settings()
     assert settings.upstream.base_url == "https://api.openai.com/v1"
     assert settings.upstream.api_key is None
     assert settings.anthropic.base_url == "https://api.anthropic.com"
@@ -235,12 +245,16 @@ def test_environment_is_the_default_env(monkeypatch: pytest.MonkeyPatch) -> None
     assert load_settings(SHIPPED).server.port == 9191
 
 
-def test_settings_from_env_errors_name_the_field() -> None:
+def env_error(env: dict[str, str]) -> str:
     with pytest.raises(ConfigError) as info:
-        settings_from_env({"BIAS_FLAG_THRESHOLD": "high"})
-    assert str(info.value) == (
-        "environment: policies.default.flag_threshold: Input should be a valid number,"
-        " unable to parse string as a number, got 'high'"
+        settings_from_env(env)
+    return str(info.value)
+
+
+def test_settings_from_env_errors_name_the_variable_and_the_field() -> None:
+    assert env_error({"BIAS_FLAG_THRESHOLD": "high"}) == (
+        "environment: BIAS_FLAG_THRESHOLD=high: policies.default.flag_threshold: Input should"
+        " be a valid number, unable to parse string as a number"
     )
 
 
@@ -280,6 +294,12 @@ def test_multi_example_validates() -> None:
     claude = settings.models["claude-haiku"]
     assert claude.litellm == "anthropic/claude-3-5-haiku-latest"
     assert claude.api_key == SecretStr(MULTI_ENV["ANTHROPIC_API_KEY"])
+    native = settings.models["llama-native"]
+    assert (native.litellm, native.api_base, native.base_url) == (
+        "ollama_chat/llama3.1",
+        "http://127.0.0.1:11434",
+        None,
+    )
     assert settings.policies["default"].mode == "monitor"
     strict = settings.policies["strict"]
     assert (strict.mode, strict.block_action, strict.stream_policy, strict.on_judge_error) == (
@@ -305,8 +325,34 @@ def test_multi_example_validates() -> None:
 
 def test_multi_example_names_a_missing_variable() -> None:
     env = {k: v for k, v in MULTI_ENV.items() if k != "ANTHROPIC_API_KEY"}
-    assert config_error(MULTI, env).startswith(
+    assert config_error(MULTI, env) == (
         "models.claude-haiku.api_key: environment variable ANTHROPIC_API_KEY is not set"
+        " (write ${ANTHROPIC_API_KEY:-} to make it optional)"
+    )
+
+
+def test_every_missing_variable_is_reported_at_once() -> None:
+    assert config_error(MULTI, {}) == (
+        "upstream.api_key: environment variable OPENAI_API_KEY is not set;"
+        " models.claude-haiku.api_key: environment variable ANTHROPIC_API_KEY is not set;"
+        " keys[0].key: environment variable RESEARCH_API_KEY is not set;"
+        " keys[1].key: environment variable SUPPORT_BOT_API_KEY is not set;"
+        " keys[2].key: environment variable COMPLIANCE_API_KEY is not set"
+        " (write ${NAME:-} to make one optional)"
+    )
+
+
+def test_missing_variables_in_one_value_and_bad_references_are_reported_together(
+    write_config,
+) -> None:
+    path = write_config(
+        "upstream:\n  base_url: http://${HOST}:${PORT}/v1\njudge:\n  model: ${oops\n"
+    )
+    assert config_error(path) == (
+        "upstream.base_url: environment variable HOST is not set;"
+        " upstream.base_url: environment variable PORT is not set;"
+        " judge.model: unterminated '${' (write $$ for a literal $)"
+        " (write ${NAME:-} to make one optional)"
     )
 
 
@@ -379,10 +425,147 @@ def test_multi_example_names_a_missing_variable() -> None:
             "upstream:\n  api_key: ${OPENAI_API_KEY}\n",
             "upstream.api_key: environment variable OPENAI_API_KEY is not set",
         ),
+        (
+            "policies:\n  default:\n    block_threshold: 1.5\n",
+            "policies.default.block_threshold (1.5) is above judge.scale (1):"
+            " a score can never reach it",
+        ),
+        (
+            "judge:\n  scale: 10\npolicies:\n  default: {}\n"
+            "  strict: {flag_threshold: 11, block_threshold: 12}\n",
+            "policies.strict.flag_threshold (11) is above judge.scale (10):"
+            " a score can never reach it; policies.strict.block_threshold (12) is above"
+            " judge.scale (10): a score can never reach it",
+        ),
+        (
+            # The defaults count too: 0.8 is out of reach at scale 0.5.
+            "judge:\n  scale: 0.5\n",
+            "policies.default.block_threshold (0.8) is above judge.scale (0.5):"
+            " a score can never reach it",
+        ),
+        (
+            "models:\n  m:\n    litellm: openai/m\n    base_url: http://127.0.0.1:9/v1\n",
+            "models.m: set litellm or base_url, not both (give a litellm route its server"
+            " as api_base)",
+        ),
+        (
+            "models:\n  m:\n    api_base: http://127.0.0.1:9/v1\n",
+            "models.m: api_base is litellm's; without litellm, give the server as base_url",
+        ),
+        (
+            "models:\n  m:\n    litellm: openai/m\n    api_base: 127.0.0.1:9\n",
+            "models.m.api_base: must be an http:// or https:// URL, got '127.0.0.1:9'",
+        ),
     ],
 )
 def test_errors_name_file_field_and_problem(write_config, text: str, message: str) -> None:
     assert config_error(write_config(text)).startswith(message)
+
+
+def test_thresholds_may_reach_the_scale_exactly(write_config) -> None:
+    path = write_config(
+        "judge:\n  scale: 10\npolicies:\n  default: {flag_threshold: 10, block_threshold: 10}\n"
+    )
+    default = load_settings(path, {}).policies["default"]
+    assert (default.flag_threshold, default.block_threshold) == (10, 10)
+
+
+def test_litellm_route_takes_its_server_as_api_base(write_config) -> None:
+    path = write_config(
+        "models:\n  lite:\n    litellm: ollama_chat/llama3.1\n"
+        "    api_base: http://127.0.0.1:11434/\n"
+    )
+    route = Router(load_settings(path, {})).resolve("lite")
+    assert (route.litellm, route.base_url) == ("ollama_chat/llama3.1", "http://127.0.0.1:11434")
+
+
+# --- errors in values from the environment -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"BIAS_BLOCK_THRESHOLD": "abc"},
+            "BIAS_BLOCK_THRESHOLD=abc: policies.default.block_threshold: Input should be a"
+            " valid number, unable to parse string as a number",
+        ),
+        (
+            {"BIAS_BLOCK_THRESHOLD": "1.5"},
+            "BIAS_BLOCK_THRESHOLD=1.5: policies.default.block_threshold (1.5) is above"
+            " judge.scale (1): a score can never reach it",
+        ),
+        (
+            # The threshold is the file's default, the scale is the variable.
+            {"BIAS_SCALE": "0.6"},
+            "BIAS_SCALE=0.6: policies.default.block_threshold (0.8) is above judge.scale"
+            " (0.6): a score can never reach it",
+        ),
+        (
+            {"BIAS_MODE": "loud mode"},
+            "BIAS_MODE='loud mode': policies.default.mode: Input should be 'off', 'monitor'"
+            " or 'enforce'",
+        ),
+        (
+            {"GATEWAY_PORT": "http", "GATEWAY_HOST": "  "},
+            "GATEWAY_HOST='  ': server.host: String should have at least 1 character;"
+            " GATEWAY_PORT=http: server.port: Input should be a valid integer, unable to"
+            " parse string as an integer",
+        ),
+        (
+            {"OPENAI_BASE_URL": "ftp://user:p4ssw0rd@example.com"},
+            "OPENAI_BASE_URL='ftp://user:****@example.com': upstream.base_url: must be an"
+            " http:// or https:// URL, got 'ftp://user:****@example.com'",
+        ),
+    ],
+)
+def test_errors_name_the_variable_then_the_field(env: dict[str, str], message: str) -> None:
+    assert env_error(env) == f"environment: {message}"
+    # The same variables through the shipped file.
+    assert config_error(SHIPPED, env) == message
+
+
+def test_a_file_default_is_not_blamed_on_a_variable(write_config) -> None:
+    path = write_config("policies:\n  default:\n    block_threshold: ${UNSET:-abc}\n")
+    assert config_error(path) == (
+        "policies.default.block_threshold: Input should be a valid number, unable to parse"
+        " string as a number, got 'abc'"
+    )
+
+
+def test_every_variable_of_a_value_is_named(write_config) -> None:
+    path = write_config("server:\n  port: ${PORT_HIGH}${PORT_LOW:-${PORT_FALLBACK}}\n")
+    env = {"PORT_HIGH": "80", "PORT_LOW": "", "PORT_FALLBACK": "x"}
+    assert config_error(path, env) == (
+        "PORT_HIGH=80, PORT_FALLBACK=x: server.port: Input should be a valid integer,"
+        " unable to parse string as an integer"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "message"),
+    [
+        (
+            "models:\n  m:\n    api_key: ${ROUTE_KEY}\n    forward_client_auth: ${FORWARD}\n",
+            {"ROUTE_KEY": "sk-route-secret-0123456789", "FORWARD": "true"},
+            "ROUTE_KEY=****, FORWARD=true: models.m: set api_key or forward_client_auth, not both",
+        ),
+        (
+            "anthropic:\n  api_key: ${ANTHROPIC_API_KEY}\n  forward_client_auth: true\n",
+            {"ANTHROPIC_API_KEY": "sk-ant-secret-0123456789"},
+            "ANTHROPIC_API_KEY=****: anthropic: set api_key or forward_client_auth, not both",
+        ),
+        (
+            "keys:\n  - {name: a, key: '${TEAM_KEY}'}\n",
+            {"TEAM_KEY": " "},
+            "TEAM_KEY=' ': keys[0].key: must not be empty",
+        ),
+    ],
+)
+def test_secret_values_from_variables_are_masked(
+    write_config, text: str, env: dict[str, str], message: str
+) -> None:
+    assert config_error(write_config(text), env) == message
 
 
 def test_duplicate_key_values_are_not_echoed(write_config) -> None:
@@ -421,6 +604,55 @@ def test_merge_keys_may_override(write_config) -> None:
     )
     strict = load_settings(path, {}).policies["strict"]
     assert (strict.mode, strict.block_threshold) == ("enforce", 0.6)
+
+
+# --- the store's location ----------------------------------------------------------
+
+
+@pytest.fixture
+def config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """tmp_path/conf, while the working directory is tmp_path/elsewhere."""
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("text", "env"),
+    [
+        ("store:\n  path: data/scores.db\n", {}),
+        ("store:\n  path: ${BIAS_STORE_PATH:-x.db}\n", {"BIAS_STORE_PATH": "data/scores.db"}),
+        ("store:\n  path: ./data/../data/scores.db\n", {}),
+    ],
+)
+def test_a_relative_store_path_is_taken_from_the_config_folder(
+    config_folder: Path, text: str, env: dict[str, str]
+) -> None:
+    (config_folder / "g.yaml").write_text(text)
+    expected = str(config_folder / "data" / "scores.db")
+    assert load_settings(config_folder / "g.yaml", env).store.path == expected
+    # Named relative to the working directory, the file still anchors its store.
+    assert load_settings(Path("../conf/g.yaml"), env).store.path == expected
+    # Loading creates nothing: neither the store nor its folder.
+    assert [path.name for path in config_folder.iterdir()] == ["g.yaml"]
+    assert list(Path.cwd().iterdir()) == []
+
+
+def test_an_absolute_store_path_is_kept(config_folder: Path, tmp_path: Path) -> None:
+    (config_folder / "g.yaml").write_text(f"store:\n  path: {tmp_path / 'abs.db'}\n")
+    assert load_settings(config_folder / "g.yaml", {}).store.path == str(tmp_path / "abs.db")
+
+
+def test_from_the_environment_the_store_is_taken_from_the_working_directory(
+    config_folder: Path,
+) -> None:
+    settings = settings_from_env({"BIAS_STORE_PATH": "data/scores.db"})
+    assert settings.store.path == "data/scores.db"
+    described = describe_settings(settings)["store"]["path"]
+    assert described == str(config_folder.parent / "elsewhere" / "data" / "scores.db")
+    assert describe_settings(Settings())["store"]["path"] == str(Path.cwd() / "bias-scores.db")
 
 
 # --- describe_settings -----------------------------------------------------------

@@ -16,7 +16,7 @@ MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 
 
 def lite_gateway(make_gateway: MakeGateway, fake: FakeOpenAI, **overrides: Any) -> RunningGateway:
-    route = {"litellm": "openai/fake-model", "base_url": fake.base_url, "api_key": "sk-lite"}
+    route = {"litellm": "openai/fake-model", "api_base": fake.base_url, "api_key": "sk-lite"}
     return make_gateway(models={"lite": route}, **overrides)
 
 
@@ -57,7 +57,7 @@ def test_litellm_upstream_error_keeps_its_status(
 
 
 def test_litellm_unreachable_is_502(make_gateway: MakeGateway) -> None:
-    route = {"litellm": "openai/x", "base_url": "http://127.0.0.1:9/v1", "api_key": "k"}
+    route = {"litellm": "openai/x", "api_base": "http://127.0.0.1:9/v1", "api_key": "k"}
     gateway = make_gateway(models={"lite": route})
     with pytest.raises(openai.APIStatusError) as caught:
         gateway.client().chat.completions.create(model="lite", messages=MESSAGES)
