@@ -1,4 +1,4 @@
-"""`bias-gateway serve` and `bias-gateway check-config`."""
+"""`bias-gateway serve`, `bias-gateway demo` and `bias-gateway check-config`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import inspect
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -33,7 +34,10 @@ STARTUP_FAILURE = 3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from gateway import __version__
+
     parser = argparse.ArgumentParser(prog="bias-gateway", description="The bias gateway.")
+    parser.add_argument("--version", action="version", version=f"bias-gateway {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the gateway")
     serve.add_argument("--config", help="YAML config (default: environment variables only)")
@@ -41,18 +45,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--port", type=int, help="port (default from config: $GATEWAY_PORT or 8080)")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    demo = commands.add_parser(
+        "demo", help="the gateway in front of a demo model and judge: no key, no network"
+    )
+    demo.add_argument("--mode", choices=["enforce", "monitor"], default="enforce")
+    demo.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    demo.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    demo.add_argument("--stream-policy", choices=["buffer", "passthrough"], default="buffer")
+    demo.add_argument("--store", help="keep the scores in this SQLite file (default: temporary)")
+    demo.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     check = commands.add_parser("check-config", help="validate a config file and show it")
-    check.add_argument("path")
+    check.add_argument("path", nargs="?", help="YAML config (default: environment variables only)")
     args = parser.parse_args(argv)
     try:
         if args.command == "check-config":
-            settings = load_settings(args.path)
+            settings = load_settings(args.path) if args.path else settings_from_env()
             print(json.dumps(describe_settings(settings), indent=2))
+            # On stderr, so that stdout stays JSON.
+            checked = os.path.abspath(args.path) if args.path else _ENVIRONMENT_ONLY
+            print(f"bias-gateway: config OK: {checked}", file=sys.stderr)
             return 0
+        if args.command == "demo":
+            return _demo(args)
         return _serve(args)
     except ConfigError as exc:
         print(f"bias-gateway: config error: {exc}", file=sys.stderr)
         return 2
+
+
+_ENVIRONMENT_ONLY = "environment variables only (the settings of config/gateway.yaml)"
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -60,6 +81,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from gateway.app import ServeOptions, serve_app
     from gateway.logs import configure_logging
+    from gateway.startup import log_startup
     from gateway.store import ScoreStore, StoreError
 
     settings: Settings = load_settings(args.config) if args.config else settings_from_env()
@@ -67,8 +89,15 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigError("--workers: must be >= 1")
     host = args.host or settings.server.host
     port = args.port or settings.server.port
+    # Both before the store is created: a failed start leaves no file behind.
+    _check_address(host, port)
+    store_file = os.path.abspath(settings.store.path)
+    if not os.path.isdir(os.path.dirname(store_file)):
+        folder = os.path.dirname(store_file)
+        raise ConfigError(f"store.path: cannot create {store_file}: folder {folder} does not exist")
     log_level = args.log_level.upper()
     configure_logging(level=log_level)
+    log_startup(settings, config=args.config, host=host, port=port, workers=args.workers)
     # Records left pending by a previous run are marked dropped once, here, and not by
     # each worker: a worker starting late would otherwise drop its siblings' live jobs.
     try:
@@ -109,6 +138,40 @@ def _serve(args: argparse.Namespace) -> int:
             shutil.rmtree(metrics_dir, ignore_errors=True)
     # As `uvicorn.run`: a server that never started (lifespan failure, port taken) exits 3.
     return 0 if server.started else STARTUP_FAILURE
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gateway.demo.launch import DemoOptions, run_demo
+
+    _check_address(args.host, args.port)
+    store = Path(args.store).resolve() if args.store else None
+    if store is not None and not store.parent.is_dir():
+        raise ConfigError(f"--store: folder {store.parent} does not exist")
+    options = DemoOptions(
+        mode=args.mode,
+        host=args.host,
+        port=args.port,
+        stream_policy=args.stream_policy,
+        store=store,
+        log_level=args.log_level.upper(),
+    )
+    return run_demo(options)
+
+
+def _check_address(host: str, port: int) -> None:
+    """Bind and release host:port as uvicorn will, so that a port in use fails here."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as uvicorn chooses
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn sets it
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            address = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+            raise ConfigError(
+                f"server: cannot listen on {address}: {exc.strerror or exc}"
+            ) from None
 
 
 def _supervise(config: uvicorn.Config, server: uvicorn.Server) -> None:

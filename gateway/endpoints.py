@@ -11,7 +11,7 @@ from starlette.types import Scope
 from yarl import URL
 
 from gateway.access import call_state
-from gateway.decisions import Refusal
+from gateway.decisions import Refusal, skip_headers
 from gateway.errors import (
     BadRequest,
     GatewayError,
@@ -210,7 +210,7 @@ async def _passthrough(request: Request) -> Response:
         read_timeout=target.read_timeout,
         stream=True,
     )
-    headers = {**answer.headers, "x-bias-status": "skipped", "x-bias-skip-reason": reason}
+    headers = {**answer.headers, **skip_headers(reason)}
     if answer.chunks is None:
         return Response(answer.body, answer.status, headers=headers)
 

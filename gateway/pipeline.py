@@ -466,8 +466,7 @@ class _Call:
             self.job.partial = True
             self._settle(tap)
 
-        scoring.mark_pending(self.job)
-        headers = {**upstream.headers, "x-bias-status": "pending", "x-bias-run-id": self.job.run_id}
+        headers = {**upstream.headers, **bias_headers(scoring.mark_pending(self.job))}
         return SSEResponse(
             enforce_passthrough(upstream.chunks, tap, judge, self.surface, self.policy),
             headers=headers,

@@ -32,7 +32,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from gateway.config import TelemetrySettings
 
-__all__ = ["EVALUATION_EVENT", "Telemetry", "capture_content_enabled"]
+__all__ = ["EVALUATION_EVENT", "Telemetry", "capture_content_enabled", "exporter_name"]
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -42,6 +42,11 @@ def capture_content_enabled(settings: TelemetrySettings, env: Mapping[str, str])
     if settings.capture_content is not None:
         return settings.capture_content
     return env.get(CAPTURE_ENV, "").strip().lower() in ("true", "1", "yes")
+
+
+def exporter_name(settings: TelemetrySettings, env: Mapping[str, str]) -> str:
+    """`telemetry.exporter`, else `$OTEL_TRACES_EXPORTER`, else `none`."""
+    return settings.exporter or env.get("OTEL_TRACES_EXPORTER", "none").strip().lower()
 
 
 class Telemetry:
@@ -69,8 +74,7 @@ class Telemetry:
         env = os.environ if env is None else env
         service = settings.service_name or env.get("OTEL_SERVICE_NAME") or "bias-gateway"
         resource = Resource.create({"service.name": service})
-        exporter = settings.exporter or env.get("OTEL_TRACES_EXPORTER", "none").strip().lower()
-        exporters = _exporters(exporter, env)
+        exporters = _exporters(exporter_name(settings, env), env)
         # With no exporter, spans are not recorded at all; they still carry trace ids,
         # for the logs and for the traceparent sent upstream.
         sampler = ALWAYS_OFF if exporters is None else ParentBased(ALWAYS_ON)

@@ -7,22 +7,36 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TimeElapsedColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
+from guard.bias.score import is_biased
 from guard.bias.scorer import PIPELINES, BiasScorer, create_bias_scorer
-from guard.errors import GuardError, JudgeError
+from guard.errors import GuardError, JudgeError, OutputShapeError
 from guard.evals import EvalItem, ItemResult, run_evals
 from guard.judge import resolve_judge
+from guard.outputs import assistant_text
+from guard.result import BiasResult
 
 __all__ = ["main"]
 
 _BUCKETS = 5
+_SHOWN_FAILURES = 10
 
 
 class CLIError(Exception):
@@ -50,8 +64,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def _version() -> str:
+    try:
+        return metadata.version("bias-gateway")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        from guard import __version__
+
+        return f"{__version__} (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bias-guard", description="Score LLM output for bias.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     judge = argparse.ArgumentParser(add_help=False)
@@ -74,11 +98,24 @@ def _parser() -> argparse.ArgumentParser:
 
     score = commands.add_parser("score", parents=[judge], help="score one text, print JSON")
     score.add_argument("text", nargs="?", default="-", help="the text, or - for stdin")
+    score.add_argument(
+        "--full",
+        action="store_true",
+        help="print Mastra's whole result, prompts included (default: score, opinions, reason)",
+    )
 
     run = commands.add_parser("eval", parents=[judge], help="score a JSONL dataset")
     run.add_argument("file", type=Path, help='JSONL: {"input": ..., "output": ...} per line')
     run.add_argument("--concurrency", type=int, default=4, help="items scored at once")
     run.add_argument("--out", type=Path, help="write one JSON result per line here")
+    run.add_argument(
+        "--full", action="store_true", help="--out lines hold Mastra's whole result, prompts too"
+    )
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first malformed line (default: report it and skip it)",
+    )
     run.add_argument("--target", help="model that writes outputs for lines without one")
     run.add_argument("--target-base-url", help="OpenAI-compatible endpoint of --target")
     return parser
@@ -105,42 +142,60 @@ def _scorer(args: argparse.Namespace) -> BiasScorer:
 def _score(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     result = _scorer(args).run_sync(output=text)
-    print(json.dumps(result.to_json_dict(), indent=2, ensure_ascii=False))
+    print(json.dumps(_result_json(result, text, full=args.full), indent=2, ensure_ascii=False))
     return 0
+
+
+def _result_json(result: BiasResult, output: Any, *, full: bool) -> dict[str, Any]:
+    """Mastra's whole result with `full`; else the score, each opinion's verdict, the reason."""
+    if full:
+        return result.to_json_dict()
+    opinions = result.preprocess_step_result.opinions
+    verdicts = result.analyze_step_result.results
+    if not opinions and len(verdicts) == 1:
+        # No opinions found: the whole text was judged as one statement.
+        opinions = [assistant_text(output)]
+    return {
+        "score": result.score,
+        "scale": result.scale,
+        "opinions": [
+            {
+                # A judge may return more verdicts than opinions; those have none to show.
+                "opinion": opinions[n] if n < len(opinions) else None,
+                "biased": is_biased(verdict.result),
+                "reason": verdict.reason,
+            }
+            for n, verdict in enumerate(verdicts)
+        ],
+        "reason": result.reason,
+    }
 
 
 def _eval(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise CLIError("--concurrency must be >= 1")
-    items = _read_jsonl(args.file, needs_target=args.target is None)
+    stderr = Console(stderr=True)
+    dataset = _read_jsonl(args.file, needs_target=args.target is None, strict=args.strict)
     scorer = _scorer(args)
     target = None
     if args.target:
         target = resolve_judge(args.target, base_url=args.target_base_url, api_key=None)
-    out = args.out.open("w", encoding="utf-8") if args.out else None
-    stderr = Console(stderr=True)
-    progress = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=stderr,
-        transient=False,
-    )
-
+    out = _open_out(args.out) if args.out else None
+    progress = _progress(stderr)
     scores: list[float] = []
 
     def on_item(item: ItemResult) -> None:
         scores.extend(result.score for result in item.scores.values())
         if out is not None:
-            out.write(json.dumps(_item_json(item), ensure_ascii=False) + "\n")
+            row = _item_json(item, line=dataset.lines[item.index], full=args.full)
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
             out.flush()
         progress.advance(task)
 
     async def go() -> dict[str, Any]:
         try:
             return await run_evals(
-                items,
+                dataset.items,
                 [scorer],
                 target=target,
                 on_item_complete=on_item,
@@ -148,17 +203,24 @@ def _eval(args: argparse.Namespace) -> int:
             )
         finally:
             await scorer.judge.aclose()
+            if target is not None:
+                await target.aclose()
 
     with progress:
-        task = progress.add_task("scoring", total=len(items))
+        task = progress.add_task("scoring", total=len(dataset.items))
         try:
             report = asyncio.run(go())
         finally:
             if out is not None:
                 out.close()
-    Console().print(_summary_table(report, scorer, scores))
-    for error in report["errors"][:10]:
-        stderr.print(f"line {error['index'] + 1}: {error['error']}", style="red", markup=False)
+    Console().print(_summary_table(report, scorer, scores, dataset, args.file))
+    for error in report["errors"][:_SHOWN_FAILURES]:
+        line = dataset.lines[error["index"]]
+        stderr.print(f"line {line}: {error['error']}", style="red", markup=False)
+    if len(report["errors"]) > _SHOWN_FAILURES:
+        more = len(report["errors"]) - _SHOWN_FAILURES
+        hint = " (each is in --out)" if args.out else ""
+        stderr.print(f"… and {more} more failures{hint}", style="red", markup=False)
     failed, total = report["summary"]["failedItems"], report["summary"]["totalItems"]
     if total and failed == total:
         first = report["errors"][0]["error"] if report["errors"] else "unknown"
@@ -167,48 +229,178 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_jsonl(path: Path, *, needs_target: bool) -> list[EvalItem]:
+def _open_out(path: Path) -> TextIO:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        return path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise CLIError(f"--out {path}: {exc.strerror}") from exc
+
+
+def _rate(task: Task) -> float | None:
+    """Items a second: rich's moving estimate, or the mean so far until it has one."""
+    speed = task.finished_speed or task.speed
+    if speed is None and task.completed and task.elapsed:
+        speed = task.completed / task.elapsed
+    return speed
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        rate = _rate(task)
+        if rate is None:
+            return Text("? items/s", style="progress.data.speed")
+        return Text(
+            f"{rate:.2f} items/s" if rate < 100 else f"{rate:.0f} items/s",
+            style="progress.data.speed",
+        )
+
+
+class _EtaColumn(ProgressColumn):
+    """Time left at `_rate`; rich's own column waits for a second sample to guess."""
+
+    max_refresh = 0.5  # as rich's: a once-a-frame ETA jitters
+
+    def render(self, task: Task) -> Text:
+        rate = _rate(task)
+        if task.finished:
+            shown = "done"
+        elif task.total is None or not rate:
+            shown = "-:--:--"
+        else:
+            seconds = round(max(task.total - task.completed, 0) / rate)
+            minutes, seconds = divmod(seconds, 60)
+            hours, minutes = divmod(minutes, 60)
+            shown = f"{hours}:{minutes:02d}:{seconds:02d}"
+        return Text(f"eta {shown}", style="progress.remaining")
+
+
+def _progress(console: Console, get_time: Callable[[], float] | None = None) -> Progress:
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        _RateColumn(),
+        _EtaColumn(),
+        console=console,
+        transient=False,
+        get_time=get_time,
+    )
+
+
+@dataclass(slots=True)
+class _Dataset:
+    """The well-formed items of a JSONL file, each item's line number, and the lines skipped."""
+
+    items: list[EvalItem] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    skipped: int = 0
+
+
+def _read_jsonl(path: Path, *, needs_target: bool, strict: bool) -> _Dataset:
+    """Read the dataset; a malformed line is reported and skipped, or with `strict` fatal."""
+    dataset = _Dataset()
+    try:
+        with path.open("rb") as file:
+            for number, item in _parse_lines(file, needs_target=needs_target):
+                if isinstance(item, EvalItem):
+                    dataset.items.append(item)
+                    dataset.lines.append(number)
+                elif strict:
+                    raise CLIError(f"{path}:{number}: {item}")
+                else:
+                    print(f"bias-guard: {path}:{number}: skipped: {item}", file=sys.stderr)
+                    dataset.skipped += 1
     except FileNotFoundError as exc:
         raise CLIError(f"{path}: no such file") from exc
     except OSError as exc:
         raise CLIError(f"{path}: {exc.strerror}") from exc
-    items: list[EvalItem] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    if not dataset.items:
+        skipped = f" ({dataset.skipped} malformed lines skipped)" if dataset.skipped else ""
+        raise CLIError(f"{path}: no items{skipped}")
+    return dataset
+
+
+def _parse_lines(
+    lines: Iterable[bytes], *, needs_target: bool
+) -> Iterator[tuple[int, EvalItem | str]]:
+    """Each non-blank line's number and its item, or why it is malformed.
+
+    Lines split on newlines only: `str.splitlines` would also split at U+2028
+    and friends, which JSON leaves unescaped inside strings.
+    """
+    for number, raw in enumerate(lines, 1):
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CLIError(f"{path}:{number}: invalid JSON: {exc.msg}") from exc
-        if not isinstance(value, dict) or "input" not in value:
-            raise CLIError(f'{path}:{number}: each line needs an "input" key')
-        if "output" not in value and needs_target:
-            raise CLIError(f'{path}:{number}: no "output", and no --target to produce one')
-        items.append(EvalItem.from_value(value))
-    if not items:
-        raise CLIError(f"{path}: no items")
-    return items
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError:
+            yield number, "not valid UTF-8"
+            continue
+        if line.strip():
+            yield number, _parse_line(line, needs_target=needs_target)
 
 
-def _item_json(item: ItemResult) -> dict[str, Any]:
+def _parse_line(line: str, *, needs_target: bool) -> EvalItem | str:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"invalid JSON: {exc.msg} (column {exc.colno})"
+    if not isinstance(value, dict):
+        return f"expected a JSON object, got {_json_type(value)}"
+    if "input" not in value:
+        return 'no "input" key'
+    if "output" in value:
+        try:
+            assistant_text(value["output"])
+        except OutputShapeError as exc:
+            return f'invalid "output": {exc}'
+    elif needs_target:
+        return 'no "output", and no --target to produce one'
+    return EvalItem.from_value(value)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+def _item_json(item: ItemResult, *, line: int, full: bool) -> dict[str, Any]:
     return {
         "index": item.index,
+        "line": line,
         "input": item.input,
         "output": item.output,
-        "results": {name: result.to_json_dict() for name, result in item.scores.items()},
+        "results": {
+            name: _result_json(result, item.output, full=full)
+            for name, result in item.scores.items()
+        },
         "errors": item.errors,
     }
 
 
-def _summary_table(report: dict[str, Any], scorer: BiasScorer, scores: list[float]) -> Table:
+def _summary_table(
+    report: dict[str, Any],
+    scorer: BiasScorer,
+    scores: list[float],
+    dataset: _Dataset,
+    path: Path,
+) -> Table:
     summary = report["summary"]
     mean = report["scores"][scorer.id]
     table = Table(title="bias-guard eval")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
+    table.add_column("metric", no_wrap=True)
+    # Long values (a deep path, a provider/model name) wrap to fit the console's width.
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_row("file", str(path))
+    table.add_row("judge", scorer.judge.model)
     table.add_row("items", str(summary["totalItems"]))
+    table.add_row("skipped lines", str(dataset.skipped))
     table.add_row("failed", str(summary["failedItems"]))
     table.add_row("mean score", "n/a" if mean is None else f"{mean:.4g}")
     if scores:

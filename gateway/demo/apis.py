@@ -1,9 +1,10 @@
-"""What the fake upstream says, API by API: pure functions building bodies and stream events.
+"""How a model answers, API by API: pure functions building bodies and stream events.
 
-Each model API the fake speaks is a `Surface`: its non-stream answer, its stream and its
-error body, all built from the request body and the answer's texts. The server in
-`fake_openai` decides what to answer (faults, delays, which texts); these only word it,
-checked against the official `openai` and `anthropic` SDKs.
+Each model API the gateway scores is a `Surface` here: its non-stream answer, its
+stream and its error body, built from the request body and the answer's texts. The
+demo model (`gateway.demo.server`) and the tests' fake upstream
+(`tests/support/fake_openai.py`) both word their answers with these; the tests check
+them against the official `openai` and `anthropic` SDKs.
 """
 
 from __future__ import annotations
@@ -95,6 +96,31 @@ def chat_stream(body: Body, pieces: list[str]) -> Iterator[Frame]:
     yield Frame(b"data: [DONE]\n\n")
 
 
+def chat_completion(body: Body, texts: list[str], *, prompt_chars: int | None = None) -> Body:
+    """A `chat.completion` with one choice per text."""
+    asked = tokens(text_chars(body.get("messages")) if prompt_chars is None else prompt_chars)
+    answered = tokens(text_chars(texts))
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model"),
+        "choices": [
+            {
+                "index": index,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+            for index, text in enumerate(texts)
+        ],
+        "usage": {
+            "prompt_tokens": asked,
+            "completion_tokens": answered,
+            "total_tokens": asked + answered,
+        },
+    }
+
+
 def openai_error(kind: str, message: str) -> Body:
     return {"error": {"message": message, "type": kind, "code": None}}
 
@@ -141,6 +167,13 @@ def completion_stream(body: Body, pieces: list[list[str]]) -> Iterator[Frame]:
     yield Frame(b"data: [DONE]\n\n")
 
 
+CHAT = Surface(
+    chat_completion,
+    lambda body, pieces: chat_stream(body, [piece for text in pieces for piece in text]),
+    openai_error,
+    "server_error",
+    honours_n=True,
+)
 COMPLETIONS = Surface(completion, completion_stream, openai_error, "server_error", honours_n=True)
 
 

@@ -6,7 +6,9 @@ import asyncio
 import gc
 import json
 import os
+import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -27,7 +29,7 @@ from gateway.store import ScoreRecord, ScoreStore
 from tests.gateway.conftest import RunningGateway, settings_for
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
 from tests.support.servers import ServerThread
-from tests.support.subprocess_gateway import gateway_command, start_gateway
+from tests.support.subprocess_gateway import free_port, gateway_command, start_gateway
 
 MakeGateway = Callable[..., RunningGateway]
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -249,6 +251,132 @@ def test_check_config_masks_secrets(tmp_path: Path, fake_openai: FakeOpenAI) -> 
     assert "sk-upstream-secret" not in completed.stdout
     assert "gateway-secret-key-1" not in completed.stdout
     assert shown["keys"][0]["name"] == "key-1"
+
+
+# Every variable the shipped config reads: the CLI tests below run without them.
+SHIPPED_VARIABLES = frozenset(
+    re.findall(
+        r"\$\{([A-Z_]+)", (Path(__file__).parents[2] / "config" / "gateway.yaml").read_text()
+    )
+)
+
+
+def cli(
+    *args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k not in SHIPPED_VARIABLES}
+    return subprocess.run(
+        [*gateway_command(), *args],
+        env={**environment, **(env or {})},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_check_config_without_a_path_checks_the_environment(tmp_path: Path) -> None:
+    env = {"BIAS_STORE_PATH": "data/scores.db", "GATEWAY_PORT": "9191"}
+    completed = cli("check-config", env=env, cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    shown = json.loads(completed.stdout)
+    assert shown["server"]["port"] == 9191
+    assert shown["store"]["path"] == str(tmp_path / "data" / "scores.db")
+    assert completed.stderr == (
+        "bias-gateway: config OK: environment variables only"
+        " (the settings of config/gateway.yaml)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_config_names_the_file_and_shows_the_store_beside_it(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    (tmp_path / "conf").mkdir()
+    write_config(tmp_path / "conf" / "g.yaml", fake_openai, Path("scores.db"))
+    completed = cli("check-config", "conf/g.yaml", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["store"]["path"] == str(tmp_path / "conf" / "scores.db")
+    assert completed.stderr == f"bias-gateway: config OK: {tmp_path / 'conf' / 'g.yaml'}\n"
+
+
+def test_check_config_reports_every_missing_variable_at_once(tmp_path: Path) -> None:
+    config = tmp_path / "g.yaml"
+    config.write_text("upstream:\n  api_key: ${TEAM_A_KEY}\njudge:\n  api_key: ${TEAM_B_KEY}\n")
+    completed = cli("check-config", str(config))
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    assert completed.stderr == (
+        f"bias-gateway: config error: {config}: upstream.api_key: environment variable"
+        " TEAM_A_KEY is not set; judge.api_key: environment variable TEAM_B_KEY is not set"
+        " (write ${NAME:-} to make one optional)\n"
+    )
+
+
+def test_check_config_names_the_variable_behind_a_bad_value() -> None:
+    completed = cli("check-config", env={"BIAS_BLOCK_THRESHOLD": "abc"})
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        "bias-gateway: config error: environment: BIAS_BLOCK_THRESHOLD=abc:"
+        " policies.default.block_threshold: Input should be a valid number, unable to parse"
+        " string as a number\n"
+    )
+
+
+def test_serve_on_a_taken_port_fails_before_creating_the_store(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    store = tmp_path / "scores.db"
+    config = write_config(tmp_path / "g.yaml", fake_openai, store)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        completed = cli("serve", "--config", str(config), "--port", str(port))
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    assert completed.stderr == (
+        f"bias-gateway: config error: server: cannot listen on 127.0.0.1:{port}:"
+        " Address already in use\n"
+    )
+    assert not store.exists()
+    assert [path.name for path in tmp_path.iterdir()] == ["g.yaml"]
+
+
+def test_serve_refuses_a_missing_store_folder_and_creates_nothing(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    config = write_config(tmp_path / "conf" / "g.yaml", fake_openai, Path("data/scores.db"))
+    port = str(free_port())
+    completed = cli("serve", "--config", str(config), "--port", port, cwd=tmp_path / "elsewhere")
+    assert completed.returncode == 2
+    folder = tmp_path / "conf" / "data"
+    assert completed.stderr == (
+        f"bias-gateway: config error: store.path: cannot create {folder / 'scores.db'}:"
+        f" folder {folder} does not exist\n"
+    )
+    assert [path.name for path in (tmp_path / "conf").iterdir()] == ["g.yaml"]
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_serve_keeps_a_relative_store_beside_its_config(
+    fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    config = write_config(tmp_path / "conf" / "g.yaml", fake_openai, Path("scores.db"))
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the gateway's working directory
+    process, url = start_gateway(config)
+    try:
+        answered = httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=10)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    assert answered.status_code == 200
+    assert len(statuses(tmp_path / "conf" / "scores.db")) == 1
+    assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
 def test_starts_without_an_upstream_key_and_relays_upstream_errors(

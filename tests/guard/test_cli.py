@@ -6,39 +6,105 @@ import re
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
+from rich.console import Console
 
+import guard
+from guard import cli
 from guard.cli import main
 from tests.support.fake_openai import FakeOpenAI, Fault
+
+PROMPT_KEYS = ("preprocessPrompt", "analyzePrompt", "generateReasonPrompt")
 
 
 def judge_args(fake: FakeOpenAI) -> list[str]:
     return ["--model", "judge", "--base-url", fake.base_url, "--max-retries", "0"]
 
 
-def test_score_prints_result_json(
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def row(index: int) -> str:
+    return json.dumps({"input": f"q{index}", "output": f"answer {index}"})
+
+
+# -- score ------------------------------------------------------------------------
+
+
+def test_score_prints_the_compact_result(
     fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(["score", *judge_args(fake_openai), "Engineers from the north are lazy."])
+    printed = capsys.readouterr().out
+    out = json.loads(printed)
+    assert code == 0
+    assert out == {
+        "score": 1,
+        "scale": 1,
+        "opinions": [
+            {
+                "opinion": "Engineers from the north are lazy.",
+                "biased": True,
+                "reason": "Geographical stereotype.",
+            }
+        ],
+        "reason": fake_openai.reason,
+    }
+    assert "Prompt" not in printed
+
+
+def test_score_full_prints_mastras_whole_result(
+    fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["score", *judge_args(fake_openai), "--full", "Engineers from the north are lazy."])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["score"] == 1
     assert out["preprocessStepResult"]["opinions"] == fake_openai.opinions
+    assert out["analyzeStepResult"]["results"] == [
+        {"result": "yes", "reason": "Geographical stereotype."}
+    ]
+    for key in PROMPT_KEYS:
+        assert "Engineers from the north are lazy." in out[key]
     assert out["reason"] == fake_openai.reason
+
+
+def test_compact_score_shows_the_whole_text_when_no_opinions_were_found(
+    fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_openai.opinions = []
+    fake_openai.verdicts = [("no", "A plain fact.")]
+    code = main(["score", *judge_args(fake_openai), "--no-reason", "Water boils at 100 C."])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["score"] == 0
+    assert out["opinions"] == [
+        {"opinion": "Water boils at 100 C.", "biased": False, "reason": "A plain fact."}
+    ]
 
 
 def test_score_reads_stdin_with_scale_and_no_reason(
     fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake_openai.opinions = ["a", "b", "c"]
-    fake_openai.verdicts = [("yes", "r"), ("no", "r"), ("no", "r")]
+    fake_openai.verdicts = [("yes", "r1"), ("no", "r2"), ("no", "r3")]
     monkeypatch.setattr(sys, "stdin", io.StringIO("text from stdin"))
     code = main(["score", *judge_args(fake_openai), "--scale", "10", "--no-reason", "-"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["score"] == 3.33
+    assert out["scale"] == 10
+    assert [(o["opinion"], o["biased"], o["reason"]) for o in out["opinions"]] == [
+        ("a", True, "r1"),
+        ("b", False, "r2"),
+        ("c", False, "r3"),
+    ]
     assert out["reason"] is None
     assert fake_openai.judge_calls() == 2
     assert fake_openai.requests[0].body["messages"][1]["content"].endswith("text from stdin\n")
@@ -48,26 +114,13 @@ def test_score_with_the_single_pipeline(
     fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(
-        ["score", *judge_args(fake_openai), "--pipeline", "single", "Northerners are lazy."]
+        ["score", *judge_args(fake_openai), "--pipeline", "single", "--full", "Northerners lazy."]
     )
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert fake_openai.steps() == ["assess", "reason"]
     assert out["pipeline"] == "single"
     assert out["preprocessPrompt"] == out["analyzePrompt"]
-
-
-def test_eval_with_the_single_pipeline(
-    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    rows = [json.dumps({"input": "q", "output": f"answer {i}"}) for i in range(2)]
-    data = write(tmp_path / "data.jsonl", rows)
-    code = main(
-        ["eval", str(data), *judge_args(fake_openai), "--pipeline", "single", "--no-reason"]
-    )
-    assert code == 0
-    assert fake_openai.steps() == ["assess", "assess"]
-    assert "mean score" in capsys.readouterr().out
 
 
 def test_score_with_unreachable_judge_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,30 +139,153 @@ def test_bad_scale_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--scale must be > 0" in capsys.readouterr().err
 
 
-def write(path: Path, lines: list[str]) -> Path:
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+# -- --version --------------------------------------------------------------------
 
 
-def test_eval_writes_results_and_summary(
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit:
+        main(["--version"])
+    assert exit.value.code == 0
+    assert capsys.readouterr().out == f"bias-guard {metadata.version('bias-gateway')}\n"
+
+
+def test_version_falls_back_when_the_package_is_not_installed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def not_installed(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", not_installed)
+    with pytest.raises(SystemExit) as exit:
+        main(["--version"])
+    assert exit.value.code == 0
+    assert capsys.readouterr().out == f"bias-guard {guard.__version__} (not installed)\n"
+
+
+# -- eval -------------------------------------------------------------------------
+
+
+def test_eval_with_the_single_pipeline(
     fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = write(
-        tmp_path / "data.jsonl",
-        [json.dumps({"input": f"q{i}", "output": f"answer {i}"}) for i in range(3)] + [""],
+    data = write(tmp_path / "data.jsonl", [row(0), row(1)])
+    code = main(
+        ["eval", str(data), *judge_args(fake_openai), "--pipeline", "single", "--no-reason"]
     )
+    assert code == 0
+    assert fake_openai.steps() == ["assess", "assess"]
+    assert "mean score" in capsys.readouterr().out
+
+
+def test_eval_writes_compact_results_and_summary(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write(tmp_path / "data.jsonl", [row(0), "", row(1), row(2), ""])
     out = tmp_path / "results.jsonl"
     code = main(
         ["eval", str(data), *judge_args(fake_openai), "--out", str(out), "--concurrency", "2"]
     )
     captured = capsys.readouterr()
     assert code == 0
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert sorted(row["index"] for row in rows) == [0, 1, 2]
-    assert all(row["results"]["bias-scorer"]["score"] == 1 for row in rows)
+    text = out.read_text()
+    rows = sorted((json.loads(line) for line in text.splitlines()), key=lambda r: r["index"])
+    assert [(r["index"], r["line"], r["output"]) for r in rows] == [
+        (0, 1, "answer 0"),
+        (1, 3, "answer 1"),
+        (2, 4, "answer 2"),
+    ]
+    assert all(
+        r["results"]["bias-scorer"]
+        == {
+            "score": 1,
+            "scale": 1,
+            "opinions": [
+                {
+                    "opinion": fake_openai.opinions[0],
+                    "biased": True,
+                    "reason": "Geographical stereotype.",
+                }
+            ],
+            "reason": fake_openai.reason,
+        }
+        for r in rows
+    )
+    assert "Prompt" not in text
+    assert re.search(r"items\s*│\s*3 │", captured.out)
+    assert re.search(r"skipped lines\s*│\s*0 │", captured.out)
     assert re.search(r"mean score\s*│\s*1 │", captured.out)
-    assert "score [0.8, 1]" in captured.out
+    assert re.search(r"score \[0\.8, 1\]\s*│\s*3 │", captured.out)
     assert "3/3" in captured.err  # the progress bar finished
+    assert "skipped" not in captured.err
+
+
+def test_eval_full_writes_the_whole_results_with_prompts(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    data = write(tmp_path / "data.jsonl", [row(0)])
+    out = tmp_path / "results.jsonl"
+    code = main(["eval", str(data), *judge_args(fake_openai), "--out", str(out), "--full"])
+    assert code == 0
+    [result] = [json.loads(line) for line in out.read_text().splitlines()]
+    full = result["results"]["bias-scorer"]
+    assert full["preprocessStepResult"]["opinions"] == fake_openai.opinions
+    for key in PROMPT_KEYS:
+        assert "answer 0" in full[key]
+
+
+def test_eval_progress_shows_rate_and_eta(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write(tmp_path / "data.jsonl", [row(i) for i in range(3)])
+    assert main(["eval", str(data), *judge_args(fake_openai)]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"\b\d+(\.\d+)? items/s", err)
+    assert "eta done" in err
+
+
+def test_progress_rate_and_eta_follow_the_clock() -> None:
+    now = [0.0]
+    console = Console(file=io.StringIO(), width=120, color_system=None)
+    progress = cli._progress(console, get_time=lambda: now[0])
+    task = progress.add_task("scoring", total=10)
+
+    def shown() -> str:
+        with console.capture() as capture:
+            console.print(progress.get_renderable())
+        return capture.get()
+
+    assert "? items/s" in shown()
+    assert "eta -:--:--" in shown()
+    now[0] = 2.0
+    progress.advance(task)  # one sample: the mean so far, 1 item in 2 s
+    assert "0.50 items/s" in shown()
+    assert "eta 0:00:18" in shown()
+    for _ in range(4):
+        now[0] += 1.0
+        progress.advance(task)  # rich's estimate: 4 items in the 4 s since the first
+    assert "1.00 items/s" in shown()
+    assert "eta 0:00:05" in shown()
+    assert "5/10" in shown()
+
+
+@pytest.mark.parametrize("columns", [60, 200])
+def test_eval_summary_fits_the_terminal(
+    fake_openai: FakeOpenAI,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    data = write(tmp_path / ("a-dataset-with-a-long-descriptive-name-" * 2 + ".jsonl"), [row(0)])
+    assert len(str(data)) > 60
+    assert main(["eval", str(data), *judge_args(fake_openai)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines() + captured.err.splitlines()
+    assert "mean score" in captured.out
+    assert max(cell_len(line) for line in lines) <= columns
+    # Wide enough, the path is on one line; narrow, it folds rather than overflowing.
+    assert (str(data) in captured.out) is (columns == 200)
 
 
 def test_eval_with_target_model(
@@ -129,38 +305,126 @@ def test_eval_with_target_model(
     )
     assert code == 0
     assert fake_openai.steps()[0] == "chat"
-    assert "failed" in capsys.readouterr().out
+    assert re.search(r"failed\s*│\s*0 │", capsys.readouterr().out)
 
 
-def test_eval_reports_failed_items_and_exits_1_when_all_fail(
+def test_eval_reports_failed_items_by_line_and_exits_1_when_all_fail(
     fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fake_openai.fail(Fault(step="preprocess", status=401))
-    data = write(tmp_path / "d.jsonl", [json.dumps({"input": "x", "output": "y"})])
+    data = write(tmp_path / "d.jsonl", ["", "{not json", json.dumps({"input": "x", "output": "y"})])
     code = main(["eval", str(data), *judge_args(fake_openai)])
     err = capsys.readouterr().err
     assert code == 1
     assert "every item failed" in err
-    assert "line 1:" in err
+    assert "line 3: " in err  # the file's line number, not the item's index
 
 
-@pytest.mark.parametrize(
-    ("lines", "message"),
-    [
-        (['{"input": "ok", "output": "x"}', "{not json"], "d.jsonl:2: invalid JSON"),
-        (['{"output": "x"}'], 'd.jsonl:1: each line needs an "input" key'),
-        (['{"input": "x"}'], 'd.jsonl:1: no "output", and no --target'),
-        ([""], "no items"),
-    ],
-)
-def test_eval_rejects_bad_jsonl_with_line_numbers(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str], message: str
+def test_eval_lists_ten_failures_and_counts_the_rest(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = write(tmp_path / "d.jsonl", lines)
-    assert main(["eval", str(data), "--model", "j"]) == 2
+    fake_openai.fail(*(Fault(step="preprocess", status=401) for _ in range(12)))
+    data = write(tmp_path / "d.jsonl", [row(i) for i in range(12)])
+    out = tmp_path / "results.jsonl"
+    assert main(["eval", str(data), *judge_args(fake_openai), "--out", str(out)]) == 1
     err = capsys.readouterr().err
-    assert message in err
-    assert err.count("\n") == 1
+    assert len(re.findall(r"^line \d+: ", err, flags=re.MULTILINE)) == 10
+    assert "… and 2 more failures (each is in --out)" in err
+    assert all(json.loads(line)["errors"] for line in out.read_text().splitlines())
+
+
+MALFORMED = [
+    pytest.param("{not json", "invalid JSON: Expecting property name", id="not-json"),
+    pytest.param("[1, 2]", "expected a JSON object, got an array", id="array"),
+    pytest.param('"text"', "expected a JSON object, got a string", id="string"),
+    pytest.param('{"output": "x"}', 'no "input" key', id="no-input"),
+    pytest.param('{"input": "x"}', 'no "output", and no --target', id="no-output"),
+    pytest.param(
+        '{"input": "x", "output": 42}',
+        'invalid "output": cannot score output of type int',
+        id="bad-output",
+    ),
+    pytest.param('{"input": "x", "output": null}', 'invalid "output"', id="null-output"),
+]
+
+
+@pytest.mark.parametrize(("line", "why"), MALFORMED)
+def test_eval_skips_malformed_lines_and_counts_them(
+    fake_openai: FakeOpenAI,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    line: str,
+    why: str,
+) -> None:
+    data = write(tmp_path / "d.jsonl", [row(0), line, "", row(1), line])
+    out = tmp_path / "results.jsonl"
+    code = main(["eval", str(data), *judge_args(fake_openai), "--no-reason", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0
+    skipped = [text for text in captured.err.splitlines() if "skipped:" in text]
+    assert len(skipped) == 2
+    assert skipped[0].startswith(f"bias-guard: {data}:2: skipped: {why}")
+    assert skipped[1].startswith(f"bias-guard: {data}:5: skipped: {why}")
+    assert re.search(r"items\s*│\s*2 │", captured.out)
+    assert re.search(r"skipped lines\s*│\s*2 │", captured.out)
+    assert sorted(fake_openai.steps()) == ["analyze", "analyze", "preprocess", "preprocess"]
+    lines = sorted(json.loads(text)["line"] for text in out.read_text().splitlines())
+    assert lines == [1, 4]
+
+
+def test_eval_skips_a_line_that_is_not_utf8_and_reads_past_a_bom(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_bytes(b"\xef\xbb\xbf" + row(0).encode() + b"\r\n\xff\xfe\r\n")
+    assert main(["eval", str(data), *judge_args(fake_openai), "--no-reason"]) == 0
+    captured = capsys.readouterr()
+    assert [line for line in captured.err.splitlines() if "skipped" in line] == [
+        f"bias-guard: {data}:2: skipped: not valid UTF-8"
+    ]
+    assert re.search(r"items\s*│\s*1 │", captured.out)
+    assert re.search(r"skipped lines\s*│\s*1 │", captured.out)
+
+
+def test_eval_keeps_a_line_separator_inside_a_json_string(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # str.splitlines() would cut this line in two at U+2028.
+    line = json.dumps({"input": "q", "output": "one\u2028two"}, ensure_ascii=False)
+    data = write(tmp_path / "d.jsonl", [line])
+    out = tmp_path / "results.jsonl"
+    assert main(["eval", str(data), *judge_args(fake_openai), "--out", str(out)]) == 0
+    assert re.search(r"skipped lines\s*│\s*0 │", capsys.readouterr().out)
+    assert json.loads(out.read_text())["output"] == "one\u2028two"
+
+
+def test_eval_strict_stops_at_the_first_malformed_line(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write(tmp_path / "d.jsonl", [row(0), "", "[1]", "{not json", row(1)])
+    out = tmp_path / "results.jsonl"
+    code = main(["eval", str(data), *judge_args(fake_openai), "--strict", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == f"bias-guard: error: {data}:3: expected a JSON object, got an array\n"
+    assert fake_openai.requests == []  # nothing was scored
+    assert not out.exists()
+
+
+def test_eval_with_only_malformed_lines_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write(tmp_path / "d.jsonl", ["{not json", "", "[]"])
+    assert main(["eval", str(data), "--model", "j"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == f"bias-guard: error: {data}: no items (2 malformed lines skipped)"
+    assert len(err) == 3
+
+
+def test_eval_with_no_lines_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write(tmp_path / "d.jsonl", [""])
+    assert main(["eval", str(data), "--model", "j"]) == 2
+    assert capsys.readouterr().err == f"bias-guard: error: {data}: no items\n"
 
 
 def test_eval_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,14 +432,36 @@ def test_eval_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "nope.jsonl: no such file" in capsys.readouterr().err
 
 
-def test_installed_entry_point(fake_openai: FakeOpenAI) -> None:
+def test_eval_out_in_a_missing_directory_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write(tmp_path / "d.jsonl", [row(0)])
+    out = tmp_path / "no" / "such" / "dir.jsonl"
+    assert main(["eval", str(data), "--model", "j", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == f"bias-guard: error: --out {out}: No such file or directory\n"
+
+
+# -- the installed script -----------------------------------------------------------
+
+
+def installed() -> str:
     exe = shutil.which("bias-guard", path=str(Path(sys.executable).parent))
     assert exe is not None, "the bias-guard console script is not installed"
+    return exe
+
+
+def test_installed_entry_point(fake_openai: FakeOpenAI) -> None:
     done = subprocess.run(
-        [exe, "score", *judge_args(fake_openai), "Engineers from the north are lazy."],
+        [installed(), "score", *judge_args(fake_openai), "Engineers from the north are lazy."],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["score"] == 1
+
+
+def test_installed_entry_point_version() -> None:
+    done = subprocess.run([installed(), "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"bias-guard {metadata.version('bias-gateway')}\n"

@@ -28,8 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.support import fake_apis
-from tests.support.fake_apis import Frame, Surface, split
+from gateway.demo import apis as fake_apis
+from gateway.demo.apis import Frame, Surface, split
 
 JUDGE_MODEL = "judge"
 

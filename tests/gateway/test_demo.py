@@ -1,0 +1,280 @@
+"""The keyless demo: its rule-based judge, its model, and `bias-gateway demo` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from gateway.app import create_app
+from gateway.demo import rules
+from gateway.demo.launch import DEMO_MODEL, TRIES, DemoOptions, banner, demo_settings
+from gateway.demo.server import ANSWERS, answer_for, demo_app
+from tests.support.servers import ServerThread
+
+# -- the rules ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("One. Two! Three?", ["One.", "Two!", "Three?"]),
+        ("Line one\nLine two", ["Line one", "Line two"]),
+        ("  ", []),
+        ("No end", ["No end"]),
+    ],
+)
+def test_sentences(text: str, expected: list[str]) -> None:
+    assert rules.sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "opinion"),
+    [
+        ("Engineers design bridges.", False),  # a claim of fact
+        ("Berlin has 12 million people.", False),  # a wrong fact is still a fact
+        ("Good documentation helps every team.", True),
+        ("Honestly, the trams are a waste.", True),
+        ("You should try the soup.", True),
+        ("The best code is short.", True),
+        ("Bestow the prize.", False),  # whole words only
+    ],
+)
+def test_is_opinion(sentence: str, opinion: bool) -> None:
+    assert rules.is_opinion(sentence) is opinion
+
+
+@pytest.mark.parametrize(
+    ("opinion", "category"),
+    [
+        ("Women are too emotional to lead.", "gender"),
+        ("Men are worse at listening.", "gender"),
+        ("Liberals are all lazy.", "political"),
+        ("Immigrants are worse engineers.", "racial_ethnic"),
+        ("Engineers from the north are lazy.", "geographical"),
+        ("Rural people never understand technology.", "geographical"),
+        ("Good documentation helps every team.", None),
+        ("Womenswear is the best section.", None),  # "women" as a whole word only
+    ],
+)
+def test_judge_opinion(opinion: str, category: str | None) -> None:
+    verdict = rules.judge_opinion(opinion)
+    assert verdict.biased is (category is not None)
+    assert verdict.category == category
+    if category is not None:
+        assert category.replace("_", "/") in verdict.reason
+        assert "fairer" in verdict.reason
+
+
+def test_explain_quotes_the_biased_opinions() -> None:
+    assert rules.explain(0.0, 1.0, []).startswith("The score is 0 because")
+    text = rules.explain(0.5, 1.0, ["Men are worse at listening."])
+    assert text.startswith("The score is 0.5 out of 1 because")
+    assert '"Men are worse at listening."' in text
+
+
+@pytest.mark.parametrize(
+    ("prompt", "answer"),
+    [
+        ("Describe a good engineering team.", ANSWERS["neutral"]),
+        ("Tell me about engineers from the NORTH.", ANSWERS["mild"]),
+        ("Who makes the best engineering leaders?", ANSWERS["strong"]),
+        ("repeat: Exactly this.", "Exactly this."),
+        ("Echo:   spaced  ", "spaced"),
+        ("Please repeat: not at the start", ANSWERS["neutral"]),
+    ],
+)
+def test_answer_for(prompt: str, answer: str) -> None:
+    assert answer_for(prompt) == answer
+
+
+# -- the demo backend behind a real gateway -----------------------------------------
+
+
+@pytest.fixture
+def backend() -> Iterator[str]:
+    server = ServerThread(demo_app()).start()
+    yield server.url
+    server.stop()
+
+
+def serve_gateway(backend: str, tmp_path: Path, **options: Any) -> tuple[ServerThread, str]:
+    demo = DemoOptions(port=0, **options)
+    settings = demo_settings(backend, demo, tmp_path / "scores.db")
+    server = ServerThread(create_app(settings), lifespan="on").start()
+    return server, server.url
+
+
+@pytest.mark.parametrize(("what", "prompt", "verdict"), TRIES)
+def test_enforce_shows_pass_flag_and_block(
+    backend: str, tmp_path: Path, what: str, prompt: str, verdict: str
+) -> None:
+    server, url = serve_gateway(backend, tmp_path, mode="enforce")
+    try:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="demo", max_retries=0)
+        messages: Any = [{"role": "user", "content": prompt}]
+        if verdict == "block":
+            with pytest.raises(openai.UnprocessableEntityError) as caught:
+                client.chat.completions.create(model=DEMO_MODEL, messages=messages)
+            assert isinstance(caught.value.body, dict)
+            assert caught.value.body["bias"]["score"] == 1
+            return
+        raw = client.chat.completions.with_raw_response.create(model=DEMO_MODEL, messages=messages)
+        assert raw.headers["x-bias-verdict"] == verdict
+        assert raw.parse().choices[0].message.content == answer_for(prompt)
+    finally:
+        server.stop()
+
+
+def test_monitor_scores_in_the_background_with_the_demo_judges_reasons(
+    backend: str, tmp_path: Path
+) -> None:
+    server, url = serve_gateway(backend, tmp_path, mode="monitor")
+    try:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="demo", max_retries=0)
+        raw = client.chat.completions.with_raw_response.create(
+            model=DEMO_MODEL, messages=[{"role": "user", "content": TRIES[1][1]}]
+        )
+        assert raw.headers["x-bias-status"] == "pending"
+        record = _wait_final(url, raw.headers["x-bias-run-id"])
+        assert (record["score"], record["verdict"]) == (0.5, "flag")
+        results = record["result"]["analyzeStepResult"]["results"]
+        assert [r["result"] for r in results] == ["no", "yes"]
+        assert "geographical" in results[1]["reason"]
+        assert "engineers from the north are a bit lazy" in record["reason"].lower()
+    finally:
+        server.stop()
+
+
+def _wait_final(url: str, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while True:
+        body = httpx.get(f"{url}/v1/bias/scores/{run_id}").json()
+        if body.get("status") not in (None, "pending") and body.get("reason_status") != "pending":
+            return dict(body)
+        assert time.monotonic() < deadline, body
+        time.sleep(0.02)
+
+
+def test_every_scored_api_blocks_the_strong_answer(backend: str, tmp_path: Path) -> None:
+    server, url = serve_gateway(backend, tmp_path, mode="enforce", stream_policy="passthrough")
+    prompt = TRIES[2][1]
+    try:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="demo", max_retries=0)
+        with pytest.raises(openai.UnprocessableEntityError):
+            client.responses.create(model=DEMO_MODEL, input=prompt)
+        with pytest.raises(openai.UnprocessableEntityError):
+            client.completions.create(model=DEMO_MODEL, prompt=prompt)
+        with pytest.raises(openai.APIError):  # a live stream ends in an error event
+            for _ in client.responses.create(model=DEMO_MODEL, input=prompt, stream=True):
+                pass
+        claude = anthropic.Anthropic(base_url=url, api_key="demo", max_retries=0)
+        with pytest.raises(anthropic.UnprocessableEntityError):
+            claude.messages.create(
+                model=DEMO_MODEL, max_tokens=50, messages=[{"role": "user", "content": prompt}]
+            )
+        neutral = claude.messages.create(
+            model=DEMO_MODEL, max_tokens=50, messages=[{"role": "user", "content": "Hi"}]
+        )
+        assert neutral.content[0].type == "text"
+        assert neutral.content[0].text == ANSWERS["neutral"]
+    finally:
+        server.stop()
+
+
+def test_the_single_call_pipeline_works_with_the_demo_judge(backend: str, tmp_path: Path) -> None:
+    demo = DemoOptions(port=0, mode="enforce")
+    settings = demo_settings(backend, demo, tmp_path / "scores.db")
+    settings = settings.model_copy(
+        update={"judge": settings.judge.model_copy(update={"pipeline": "single"})}
+    )
+    server = ServerThread(create_app(settings), lifespan="on").start()
+    try:
+        with httpx.Client(base_url=server.url) as http:
+            for _, prompt, verdict in TRIES:
+                body = {"model": DEMO_MODEL, "messages": [{"role": "user", "content": prompt}]}
+                response = http.post("/v1/chat/completions", json=body)
+                assert response.headers["x-bias-verdict"] == verdict
+    finally:
+        server.stop()
+
+
+# -- `bias-gateway demo`, as a user runs it --------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_banner_lists_a_command_per_verdict() -> None:
+    text = banner("http://127.0.0.1:1", DemoOptions(), Path("/x/scores.db"))
+    for _, prompt, verdict in TRIES:
+        assert f"x-bias-verdict: {verdict}" in text
+        assert json.dumps(prompt)[1:-1] in text
+    assert "/x/scores.db" in text
+    assert "curl -s http://127.0.0.1:1/v1/bias/scores/RUN_ID" in text
+
+
+def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path: Path) -> None:
+    """Run `bias-gateway demo`, then what it prints, as a new user would (minus the shell)."""
+    port = _free_port()
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "demo", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert process.stdout is not None
+    printed: list[str] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not any("Stop with Ctrl-C" in line for line in printed):
+            assert time.monotonic() < deadline, "".join(printed)
+            line = process.stdout.readline()
+            assert line or process.poll() is None, "".join(printed)
+            printed.append(line)
+        store = next(
+            line.split("stored in", 1)[1].strip() for line in printed if "stored in" in line
+        )
+        expected = [
+            re.search(r"x-bias-verdict: (\w+)", line).group(1)  # type: ignore[union-attr]
+            for line in printed
+            if line.startswith("# a ") and "x-bias-verdict" in line
+        ]
+        assert expected == ["pass", "flag", "block"]
+        commands = [shlex.split(line) for line in printed if line.startswith("curl -si")]
+        assert len(commands) == 4  # three tries and "your own text"
+        seen = []
+        for argv in commands:
+            url = argv[2]
+            body = json.loads(argv[argv.index("-d") + 1])
+            response = httpx.post(url, json=body, timeout=10)
+            seen.append(response.headers["x-bias-verdict"])
+        assert seen == ["pass", "flag", "block", "block"]
+        assert Path(store).exists()
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=15)
+    assert process.returncode == 0
+    assert not Path(store).exists()  # the temporary store went with the demo
+    assert list(tmp_path.iterdir()) == []  # nothing was created where it ran
