@@ -278,7 +278,12 @@ class ScoreStore:
                 raise RuntimeError("the score store can only be started once")
             writer = reader = None
             try:
-                self._path.parent.mkdir(parents=True, exist_ok=True)
+                if not self._path.parent.is_dir():
+                    # Never a folder of its own making: the store lives where it was told.
+                    raise StoreError(
+                        f"cannot open score store {self._path}:"
+                        f" folder {self._path.parent} does not exist"
+                    )
                 writer = _connect(self._path)
                 (mode,) = writer.execute("PRAGMA journal_mode = WAL").fetchone()
                 if str(mode).lower() != "wal":

@@ -157,13 +157,20 @@ async def test_get_unknown_run_id_is_none(make_store: MakeStore) -> None:
 
 
 async def test_wal_mode_is_on(make_store: MakeStore, tmp_path: Path) -> None:
-    make_store(tmp_path / "nested" / "dir" / "scores.db")
-    conn = sqlite3.connect(tmp_path / "nested" / "dir" / "scores.db")
+    make_store(tmp_path / "scores.db")
+    conn = sqlite3.connect(tmp_path / "scores.db")
     try:
         (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
     finally:
         conn.close()
     assert mode == "wal"
+
+
+def test_a_missing_folder_is_an_error_not_created(tmp_path: Path) -> None:
+    store = ScoreStore(tmp_path / "nested" / "scores.db")
+    with pytest.raises(StoreError, match=r"folder .*nested does not exist"):
+        store.start()
+    assert list(tmp_path.iterdir()) == []
 
 
 async def test_submit_never_waits_for_the_database(make_store: MakeStore, tmp_path: Path) -> None:
