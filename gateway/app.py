@@ -35,10 +35,11 @@ from gateway.metrics import Metrics
 from gateway.paths import PathGuard
 from gateway.pipeline import ScoredEndpoint
 from gateway.policy import Sampler
+from gateway.retention import Retention
 from gateway.routing import Router
 from gateway.scoring import Scoring
 from gateway.state import Gateway
-from gateway.store import CacheEntry, ScoreStore
+from gateway.store import CacheEntry, Store, open_store
 from gateway.surfaces import SURFACES
 from gateway.telemetry import Telemetry
 from gateway.upstream import Upstream
@@ -116,8 +117,8 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         tracing = telemetry or Telemetry.from_settings(settings.telemetry)
         tracing.install_global()
-        store = ScoreStore(settings.store.path)
-        store.start(sweep_pending=sweep_pending)
+        store = open_store(settings.store)
+        await store.open(sweep_pending=sweep_pending)
         client = upstream or Upstream()
         await client.start()
         bias_judge = judge or build_judge(settings, client, metrics)
@@ -137,13 +138,17 @@ def create_app(
             queue_size=settings.queue.size,
             concurrency=settings.judge.max_concurrency,
             capture_content=settings.store.capture_content,
-            cache=_score_cache(settings, store),
+            cache=await _score_cache(settings, store),
             full_wait=settings.queue.full_wait,
             max_text_chars=settings.judge.max_text_chars,
             enforce_deadline=settings.judge.enforce_deadline,
             reason=settings.judge.reason_mode,
         )
         scoring.start()
+        retention = None
+        if settings.store.retention_days > 0:
+            retention = Retention(store, settings.store.retention_days, metrics=metrics)
+            retention.start()
         state = Gateway(
             settings=settings,
             router=Router(settings),
@@ -169,6 +174,8 @@ def create_app(
             yield
         finally:
             state.ready = False
+            if retention is not None:
+                await retention.stop()
             await scoring.drain(settings.queue.drain_deadline)
             await bias_judge.aclose()
             await client.close()
@@ -205,16 +212,23 @@ def create_app(
     )
 
 
-def _score_cache(settings: Settings, store: ScoreStore) -> ScoreCache | None:
-    """The content-hash cache; with `cache_persist`, loaded from and saved to the store."""
+async def _score_cache(settings: Settings, store: Store) -> ScoreCache | None:
+    """The content-hash cache. With `cache_persist`, loaded from and saved to the store;
+    on PostgreSQL always, and shared: a miss here asks the database, so a text any
+    replica judged is not judged again."""
     size = settings.judge.cache_size
     if not size:
         return None
-    if not settings.judge.cache_persist:
+    shared = store.engine == "postgresql"
+    if not (settings.judge.cache_persist or shared):
         return ScoreCache(size)
     store.keep_cache(size)
-    cache = ScoreCache(size, on_add=lambda key, entry: store.put_cache(CacheEntry(key, entry)))
-    cache.preload((entry.key, entry.result) for entry in store.load_cache(size))
+    cache = ScoreCache(
+        size,
+        on_add=lambda key, entry: store.put_cache(CacheEntry(key, entry)),
+        lookup=store.cache_get if shared else None,
+    )
+    cache.preload((entry.key, entry.result) for entry in await store.cached(size))
     if len(cache):
         log.info("score cache loaded from the store", entries=len(cache))
     return cache

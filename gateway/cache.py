@@ -42,12 +42,21 @@ def cache_key(scorer: BiasScorer, text: str) -> str:
 class ScoreCache:
     """An in-memory LRU of `BiasResult`s by content hash."""
 
-    def __init__(self, maxsize: int, *, on_add: Callable[[str, str], None] | None = None) -> None:
-        """`on_add(key, entry)` sees each new entry (JSON text), e.g. to persist it."""
+    def __init__(
+        self,
+        maxsize: int,
+        *,
+        on_add: Callable[[str, str], None] | None = None,
+        lookup: Callable[[str], Awaitable[str | None]] | None = None,
+    ) -> None:
+        """`on_add(key, entry)` sees each new entry (JSON text), e.g. to persist it;
+        `lookup(key)` is asked on a local miss, e.g. a store shared by several
+        gateways, before the result is computed here."""
         if maxsize < 1:
             raise ValueError("maxsize must be >= 1")
         self.maxsize = maxsize
         self.on_add = on_add
+        self.lookup = lookup
         self._results: OrderedDict[str, str] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[BiasResult]] = {}
         self.hits = 0
@@ -87,10 +96,15 @@ class ScoreCache:
         if pending is not None:
             self.hits += 1
             return await asyncio.shield(pending), True
-        self.misses += 1
         future: asyncio.Future[BiasResult] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
+            shared = await self._shared(key)
+            if shared is not None:
+                self.hits += 1
+                future.set_result(shared)
+                return shared, True
+            self.misses += 1
             result = await run()
         except asyncio.CancelledError:
             future.cancel()
@@ -105,3 +119,17 @@ class ScoreCache:
         future.set_result(result)
         self.put(key, result)
         return result, False
+
+    async def _shared(self, key: str) -> BiasResult | None:
+        """The entry another gateway stored, kept here too; None without one (or on a
+        lookup failure: the judge then runs, as it would with no shared cache)."""
+        if self.lookup is None:
+            return None
+        try:
+            entry = await self.lookup(key)
+            result = None if entry is None else BiasResult.model_validate_json(entry)
+        except Exception:  # a store hiccup must never fail a scoring
+            return None
+        if result is not None and entry is not None:
+            self._put(key, entry)
+        return result

@@ -1,4 +1,4 @@
-"""`bias-gateway serve`, `bias-gateway demo` and `bias-gateway check-config`."""
+"""`bias-gateway serve`, `demo`, `migrate` and `check-config`."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ from gateway.config import (
 if TYPE_CHECKING:
     import uvicorn
 
+    from gateway.store import Store
+
 __all__ = ["main"]
 
 # uvicorn's exit status for a server that failed to start (`uvicorn.config.STARTUP_FAILURE`).
@@ -54,6 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--stream-policy", choices=["buffer", "passthrough"], default="buffer")
     demo.add_argument("--store", help="keep the scores in this SQLite file (default: temporary)")
     demo.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    migrate = commands.add_parser(
+        "migrate", help="bring the score store's schema up to date, then exit"
+    )
+    migrate.add_argument("--config", help="YAML config (default: environment variables only)")
     check = commands.add_parser("check-config", help="validate a config file and show it")
     check.add_argument("path", nargs="?", help="YAML config (default: environment variables only)")
     args = parser.parse_args(argv)
@@ -67,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "demo":
             return _demo(args)
+        if args.command == "migrate":
+            return _migrate(args)
         return _serve(args)
     except ConfigError as exc:
         print(f"bias-gateway: config error: {exc}", file=sys.stderr)
@@ -82,7 +90,7 @@ def _serve(args: argparse.Namespace) -> int:
     from gateway.app import ServeOptions, serve_app
     from gateway.logs import configure_logging
     from gateway.startup import log_startup
-    from gateway.store import ScoreStore, StoreError
+    from gateway.store import StoreError, open_store
 
     settings: Settings = load_settings(args.config) if args.config else settings_from_env()
     if args.workers < 1:
@@ -92,7 +100,7 @@ def _serve(args: argparse.Namespace) -> int:
     # Both before the store is created: a failed start leaves no file behind.
     _check_address(host, port)
     store_file = os.path.abspath(settings.store.path)
-    if not os.path.isdir(os.path.dirname(store_file)):
+    if settings.store.url is None and not os.path.isdir(os.path.dirname(store_file)):
         folder = os.path.dirname(store_file)
         raise ConfigError(f"store.path: cannot create {store_file}: folder {folder} does not exist")
     log_level = args.log_level.upper()
@@ -100,12 +108,11 @@ def _serve(args: argparse.Namespace) -> int:
     log_startup(settings, config=args.config, host=host, port=port, workers=args.workers)
     # Records left pending by a previous run are marked dropped once, here, and not by
     # each worker: a worker starting late would otherwise drop its siblings' live jobs.
+    # On PostgreSQL this runs the migrations once, before any worker starts.
     try:
-        store = ScoreStore(settings.store.path)
-        store.start(sweep_pending=True)
-        asyncio.run(store.close())
+        asyncio.run(_open_and_close(open_store(settings.store)))
     except StoreError as exc:
-        raise ConfigError(f"store.path: {exc}") from exc
+        raise ConfigError(f"store.{'url' if settings.store.url else 'path'}: {exc}") from exc
     metrics_dir = None
     if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # prometheus_client reads this in every worker: each writes its metric values
@@ -138,6 +145,26 @@ def _serve(args: argparse.Namespace) -> int:
             shutil.rmtree(metrics_dir, ignore_errors=True)
     # As `uvicorn.run`: a server that never started (lifespan failure, port taken) exits 3.
     return 0 if server.started else STARTUP_FAILURE
+
+
+async def _open_and_close(store: Store, *, sweep_pending: bool = True) -> None:
+    await store.open(sweep_pending=sweep_pending)
+    await store.close()
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    """Run the store's migrations (as every start does) and nothing else: no sweep."""
+    from gateway.store import StoreError, open_store
+    from gateway.store.migrations import latest_version
+
+    settings = load_settings(args.config) if args.config else settings_from_env()
+    store = open_store(settings.store)
+    try:
+        asyncio.run(_open_and_close(store, sweep_pending=False))
+    except StoreError as exc:
+        raise ConfigError(f"store.{'url' if settings.store.url else 'path'}: {exc}") from exc
+    print(f"bias-gateway: {store.describe()} is at schema version {latest_version()}")
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:

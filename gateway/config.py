@@ -288,11 +288,27 @@ class KeySettings(_Model):
 
 
 class StoreSettings(_Model):
-    """The SQLite score store. A relative `path` is taken from the config file's
-    folder (`load_settings`), or from the working directory (`settings_from_env`)."""
+    """The score store: SQLite at `path`, or PostgreSQL at `url` when it is set.
+
+    A relative `path` is taken from the config file's folder (`load_settings`),
+    or from the working directory (`settings_from_env`)."""
 
     path: Name = "bias-scores.db"
+    # postgresql://user:password@host:5432/db; unset keeps SQLite at `path`.
+    url: OptionalSecret = None
     capture_content: bool = False
+    # Final records and cache entries older than this are pruned in the background;
+    # 0 keeps everything. Pending records are never pruned.
+    retention_days: Annotated[float, Field(ge=0)] = 30.0
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            scheme = value.get_secret_value().split("://", 1)[0]
+            if scheme not in ("postgresql", "postgres"):
+                raise ValueError("must be a postgresql:// URL (unset: SQLite at store.path)")
+        return value
 
 
 class QueueSettings(_Model):
@@ -499,7 +515,7 @@ _ENV_TEMPLATE: dict[str, Any] = {
         },
     },
     "api_keys": "${GATEWAY_API_KEYS:-}",
-    "store": {"path": "${BIAS_STORE_PATH:-bias-scores.db}"},
+    "store": {"path": "${BIAS_STORE_PATH:-bias-scores.db}", "url": "${BIAS_STORE_URL:-}"},
     "server": {
         "host": "${GATEWAY_HOST:-127.0.0.1}",
         "port": "${GATEWAY_PORT:-8080}",

@@ -24,6 +24,7 @@ from gateway.intake import read_body, resolve_mode
 from gateway.metrics import CONTENT_TYPE_LATEST
 from gateway.paths import anthropic_path, carries_no_text, owned_methods
 from gateway.state import Gateway
+from gateway.store import StoreError
 from gateway.streaming import SSEResponse
 from gateway.surfaces import Messages
 from guard.limits import JudgeLimiter
@@ -91,7 +92,17 @@ async def readyz(request: Request) -> Response:
     gateway = _gateway(request)
     if not gateway.ready:
         return JSONResponse({"status": "starting or stopping"}, status_code=503)
-    return JSONResponse({"status": "ready", "queue_depth": gateway.scoring.queue_depth})
+    store = gateway.store
+    database: dict[str, Any] = {"engine": store.engine, "where": store.describe()}
+    try:
+        await store.ping()
+    except StoreError as exc:
+        # Scores would be lost: a load balancer should send traffic elsewhere.
+        database["error"] = str(exc)
+        return JSONResponse({"status": "store unavailable", "store": database}, status_code=503)
+    return JSONResponse(
+        {"status": "ready", "queue_depth": gateway.scoring.queue_depth, "store": database}
+    )
 
 
 async def metrics_endpoint(request: Request) -> Response:

@@ -175,6 +175,11 @@ class Metrics:
         self.dropped = Counter(
             "bias_dropped_total", "Scoring jobs dropped, by reason.", ["reason"], registry=registry
         )
+        self.pruned = Counter(
+            "bias_store_pruned_total",
+            "Records and cache entries pruned for being older than store.retention_days.",
+            registry=registry,
+        )
 
     def render(self) -> bytes:
         if self.multiprocess:

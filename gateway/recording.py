@@ -16,7 +16,7 @@ import structlog
 from gateway.decisions import Outcome
 from gateway.jobs import ScoreRequest
 from gateway.metrics import Metrics
-from gateway.store import ScoreRecord, ScoreStore
+from gateway.store import ScoreRecord, Store
 from gateway.telemetry import Telemetry
 from guard import BiasResult
 
@@ -36,7 +36,7 @@ def cost_of(result: BiasResult | None) -> tuple[int, int]:
 class Recorder:
     def __init__(
         self,
-        store: ScoreStore,
+        store: Store,
         *,
         telemetry: Telemetry,
         metrics: Metrics,

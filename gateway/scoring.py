@@ -41,7 +41,7 @@ from gateway.jobs import ScoreRequest
 from gateway.judging import Judging
 from gateway.metrics import Metrics
 from gateway.recording import Recorder
-from gateway.store import ScoreStore
+from gateway.store import Store
 from gateway.telemetry import Telemetry
 from guard import BiasScorer, limits
 from guard.outputs import valid_text
@@ -59,7 +59,7 @@ class Scoring:
     def __init__(
         self,
         scorer: BiasScorer,
-        store: ScoreStore,
+        store: Store,
         *,
         telemetry: Telemetry,
         metrics: Metrics,

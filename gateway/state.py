@@ -10,7 +10,7 @@ from gateway.metrics import Metrics
 from gateway.policy import Sampler
 from gateway.routing import Router
 from gateway.scoring import Scoring
-from gateway.store import ScoreStore
+from gateway.store import Store
 from gateway.telemetry import Telemetry
 from gateway.upstream import Upstream
 
@@ -23,7 +23,7 @@ class Gateway:
     router: Router
     auth: Authenticator
     upstream: Upstream
-    store: ScoreStore
+    store: Store
     scoring: Scoring
     telemetry: Telemetry
     metrics: Metrics

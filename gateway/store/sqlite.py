@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import queue
@@ -34,111 +33,30 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
+from gateway.store.migrations import migrate_sqlite
+from gateway.store.records import (
+    BOOL_COLUMNS,
+    COLUMNS,
+    INT_COLUMNS,
+    JSON_COLUMNS,
+    REAL_COLUMNS,
+    STATUSES,
+    CacheEntry,
+    ScoreRecord,
+    StoreError,
+    batch_rows,
+    check_record,
+    json_text,
+)
 from guard.outputs import valid_text
 
-__all__ = ["FINAL_STATUSES", "CacheEntry", "ScoreRecord", "ScoreStore", "Status", "StoreError"]
-
-Status = Literal["pending", "scored", "error", "skipped", "dropped"]
-
-FINAL_STATUSES: frozenset[str] = frozenset({"scored", "error", "skipped", "dropped"})
+__all__ = ["SQLiteStore", "ScoreStore"]
 
 logger = logging.getLogger("gateway.store")
 
-_STATUSES = frozenset(get_args(Status))
 _BUSY_TIMEOUT_MS = 5000
-
-
-class StoreError(Exception):
-    """The score store's database could not be opened."""
-
-
-@dataclass(slots=True)
-class ScoreRecord:
-    """One scored (or not scored) response, keyed by the scorer's run id."""
-
-    run_id: str
-    status: Status
-    created_at: float
-    model: str | None = None
-    api: str | None = None  # the surface: chat.completions, completions, responses, messages
-    key_name: str | None = None
-    mode: str | None = None
-    stream: bool = False
-    partial: bool = False
-    truncated: bool = False
-    score: float | None = None
-    verdict: str | None = None
-    reason: str | None = None
-    reason_status: str | None = None  # pending | done | off | error | skipped | dropped
-    status_reason: str | None = None
-    judge_calls: int | None = None
-    judge_tokens: int | None = None
-    result: dict[str, Any] | None = None
-    response_id: str | None = None
-    request_id: str | None = None
-    prompt: str | None = None
-    completion: str | None = None
-    updated_at: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as plain JSON-ready values (`result` is deep-copied)."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class CacheEntry:
-    """A score cache entry: the content hash and the result as JSON text."""
-
-    key: str
-    result: str
-
-
-_COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
-_BOOL_COLUMNS = frozenset({"stream", "partial", "truncated"})
-_REAL_COLUMNS = frozenset({"created_at", "updated_at", "score"})
-_INT_COLUMNS = frozenset({"judge_calls", "judge_tokens"})
-_JSON_COLUMNS = frozenset({"result"})
-
-_SCHEMA = """
-BEGIN IMMEDIATE;
-CREATE TABLE IF NOT EXISTS scores (
-    run_id TEXT PRIMARY KEY,
-    status TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    model TEXT,
-    api TEXT,
-    key_name TEXT,
-    mode TEXT,
-    stream INTEGER NOT NULL DEFAULT 0,
-    partial INTEGER NOT NULL DEFAULT 0,
-    truncated INTEGER NOT NULL DEFAULT 0,
-    score REAL,
-    verdict TEXT,
-    reason TEXT,
-    reason_status TEXT,
-    status_reason TEXT,
-    judge_calls INTEGER,
-    judge_tokens INTEGER,
-    result TEXT,
-    response_id TEXT,
-    request_id TEXT,
-    prompt TEXT,
-    completion TEXT,
-    updated_at REAL
-);
-CREATE INDEX IF NOT EXISTS scores_status ON scores (status);
-CREATE INDEX IF NOT EXISTS scores_created_at ON scores (created_at);
-CREATE TABLE IF NOT EXISTS score_cache (
-    seq INTEGER PRIMARY KEY,
-    key TEXT NOT NULL UNIQUE,
-    result TEXT NOT NULL,
-    stored_at REAL NOT NULL
-);
-COMMIT;
-"""
-
 # REPLACE gives a re-judged key a new, highest seq, so seq order is insertion order
 # and trimming by seq keeps the newest entries with one index lookup.
 _CACHE_PUT = "INSERT OR REPLACE INTO score_cache (key, result, stored_at) VALUES (?, ?, ?)"
@@ -149,11 +67,19 @@ _CACHE_LOAD = (
 )
 
 _UPSERT = (
-    f"INSERT INTO scores ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
+    f"INSERT INTO scores ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
     " ON CONFLICT (run_id) DO UPDATE SET "
-    + ", ".join(f"{name} = excluded.{name}" for name in _COLUMNS if name != "run_id")
+    + ", ".join(f"{name} = excluded.{name}" for name in COLUMNS if name != "run_id")
 )
-_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM scores WHERE run_id = ?"
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM scores WHERE run_id = ?"
+# Bounded batches through the created_at index; pending records are never pruned.
+_PRUNE_RECORDS = (
+    "DELETE FROM scores WHERE run_id IN (SELECT run_id FROM scores"
+    " WHERE created_at < ? AND status != 'pending' LIMIT ?)"
+)
+_PRUNE_CACHE = (
+    "DELETE FROM score_cache WHERE seq IN (SELECT seq FROM score_cache WHERE stored_at < ? LIMIT ?)"
+)
 _DROP_PENDING = (
     "UPDATE scores SET status = 'dropped', status_reason = 'gateway_restarted', updated_at = ?"
     " WHERE status = 'pending'"
@@ -185,25 +111,6 @@ def _set_done(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-# Columns added after the first release, for files created before them.
-_ADDED_COLUMNS = {
-    "api": "TEXT",
-    "truncated": "INTEGER NOT NULL DEFAULT 0",
-    "reason_status": "TEXT",
-    "judge_calls": "INTEGER",
-    "judge_tokens": "INTEGER",
-}
-
-
-def _add_missing_columns(conn: sqlite3.Connection) -> None:
-    present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
-    for name, declaration in _ADDED_COLUMNS.items():
-        if name not in present:
-            # Two processes may start on one old file at once: the loser's ALTER fails.
-            with contextlib.suppress(sqlite3.OperationalError):
-                conn.execute(f"ALTER TABLE scores ADD COLUMN {name} {declaration}")
-
-
 def _connect(path: Path) -> sqlite3.Connection:
     # isolation_level=None: transactions are explicit, so the writer can BEGIN IMMEDIATE
     # (take the write lock up front, honouring busy_timeout) instead of upgrading later.
@@ -214,18 +121,18 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def _to_row(record: ScoreRecord) -> tuple[object, ...]:
     row: list[object] = []
-    for name in _COLUMNS:
+    for name in COLUMNS:
         value = getattr(record, name)
         if value is None:
             row.append(None)
-        elif name in _BOOL_COLUMNS:
+        elif name in BOOL_COLUMNS:
             row.append(int(bool(value)))
-        elif name in _REAL_COLUMNS:
+        elif name in REAL_COLUMNS:
             row.append(float(value))
-        elif name in _INT_COLUMNS:
+        elif name in INT_COLUMNS:
             row.append(int(value))
-        elif name in _JSON_COLUMNS:
-            row.append(valid_text(json.dumps(value, ensure_ascii=False, separators=(",", ":"))))
+        elif name in JSON_COLUMNS:
+            row.append(json_text(value))
         elif isinstance(value, str):
             # SQLite takes UTF-8: an unpaired surrogate (valid escaped JSON) becomes U+FFFD.
             row.append(valid_text(value))
@@ -235,16 +142,16 @@ def _to_row(record: ScoreRecord) -> tuple[object, ...]:
 
 
 def _from_row(row: tuple[Any, ...]) -> ScoreRecord:
-    values = dict(zip(_COLUMNS, row, strict=True))
-    for name in _BOOL_COLUMNS:
+    values = dict(zip(COLUMNS, row, strict=True))
+    for name in BOOL_COLUMNS:
         values[name] = bool(values[name])
-    for name in _JSON_COLUMNS:
+    for name in JSON_COLUMNS:
         if values[name] is not None:
             values[name] = json.loads(values[name])
     return ScoreRecord(**values)
 
 
-class ScoreStore:
+class SQLiteStore:
     """Score records in one SQLite file, written off the event loop.
 
     Call `start()` before use and `await close()` at shutdown. `submit()` may be
@@ -289,8 +196,7 @@ class ScoreStore:
                 if str(mode).lower() != "wal":
                     raise StoreError(f"score store {self._path}: WAL mode unavailable ({mode})")
                 writer.execute("PRAGMA synchronous = NORMAL")
-                writer.executescript(_SCHEMA)
-                _add_missing_columns(writer)
+                migrate_sqlite(writer)
                 dropped = (
                     writer.execute(_DROP_PENDING, (time.time(),)).rowcount if sweep_pending else 0
                 )
@@ -316,16 +222,51 @@ class ScoreStore:
             self._thread.start()
             self._state = "running"
 
+    engine = "sqlite"
+
+    def describe(self) -> str:
+        return str(self._path.resolve())
+
+    async def open(self, *, sweep_pending: bool = True) -> None:
+        """`start()`, for callers that hold a `Store` of either engine."""
+        self.start(sweep_pending=sweep_pending)
+
+    async def cached(self, limit: int) -> list[CacheEntry]:
+        return await asyncio.to_thread(self.load_cache, limit)
+
+    async def cache_get(self, key: str) -> str | None:
+        def read() -> str | None:
+            with self._read_lock:
+                row = (
+                    self._require_reader()
+                    .execute("SELECT result FROM score_cache WHERE key = ?", (key,))
+                    .fetchone()
+                )
+            return None if row is None else str(row[0])
+
+        return await asyncio.to_thread(read)
+
+    async def status_counts(self) -> dict[str, int]:
+        return await asyncio.to_thread(self.counts)
+
+    async def ping(self) -> None:
+        """Raise `StoreError` unless the file can be read."""
+
+        def read() -> None:
+            with self._read_lock:
+                self._require_reader().execute("SELECT 1 FROM scores LIMIT 1").fetchall()
+
+        try:
+            await asyncio.to_thread(read)
+        except sqlite3.Error as exc:
+            raise StoreError(f"score store {self._path} cannot be read: {exc}") from exc
+
     def submit(self, record: ScoreRecord) -> None:
         """Queue an upsert of the whole record; returns at once, from any thread.
 
         The record is copied, so later changes to it are not stored.
         """
-        if record.status not in _STATUSES:
-            raise ValueError(f"unknown score status {record.status!r}")
-        if not isinstance(record.run_id, str):
-            raise TypeError(f"run_id must be a str, not {type(record.run_id).__name__}")
-        snapshot = dataclasses.replace(record)
+        snapshot = check_record(record)
         with self._lock:
             if self._state != "running":
                 raise RuntimeError(f"the score store is {self._state_word()}")
@@ -382,9 +323,29 @@ class ScoreStore:
             await asyncio.to_thread(self._thread.join)
         await asyncio.to_thread(self._close_reader)
 
+    async def prune(self, before: float, *, batch: int) -> int:
+        """Delete up to `batch` final records created before `before`, and up to `batch`
+        cache entries stored before it; returns how many went. Its own connection and
+        transaction, so the writer waits at most one bounded batch."""
+
+        def delete() -> int:
+            conn = _connect(self._path)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                records = conn.execute(_PRUNE_RECORDS, (before, batch)).rowcount
+                entries = conn.execute(_PRUNE_CACHE, (before, batch)).rowcount
+                conn.execute("COMMIT")
+                return int(records) + int(entries)
+            finally:
+                conn.close()
+
+        if self._state != "running":
+            raise RuntimeError(f"the score store is {self._state_word()}")
+        return await asyncio.to_thread(delete)
+
     def counts(self) -> dict[str, int]:
         """Committed records per status, every known status included (0 if none)."""
-        counts = dict.fromkeys(sorted(_STATUSES), 0)
+        counts = dict.fromkeys(sorted(STATUSES), 0)
         with self._read_lock:
             reader = self._require_reader()
             rows = reader.execute("SELECT status, COUNT(*) FROM scores GROUP BY status")
@@ -468,16 +429,7 @@ class ScoreStore:
         a value) is rolled back, so the connection is never left inside a
         transaction, and it costs only the item that caused it.
         """
-        rows: list[tuple[object, ...]] = []
-        now = time.time()
-        entries = [(item.key, item.result, now) for item in items if isinstance(item, CacheEntry)]
-        for record in items:
-            if isinstance(record, CacheEntry):
-                continue
-            try:
-                rows.append(_to_row(record))
-            except Exception as exc:  # a bad result dict (cycles, objects) loses one record only
-                logger.error("score record %s not stored: %s", record.run_id, exc)
+        rows, entries = batch_rows(items, _to_row)
         if not rows and not entries:
             return
         if len(rows) + len(entries) == 1:
@@ -524,3 +476,6 @@ class ScoreStore:
                     conn.execute("ROLLBACK")
             return False
         return True
+
+
+ScoreStore = SQLiteStore  # the name from before there were two engines

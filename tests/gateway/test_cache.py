@@ -208,3 +208,44 @@ def test_the_persisted_cache_is_bounded_by_cache_size(
         (rows,) = db.execute("SELECT COUNT(*) FROM score_cache").fetchone()
     assert fake_openai.judge_calls() == 15
     assert rows == 2
+
+
+async def test_a_local_miss_asks_the_shared_lookup_first() -> None:
+    stored = await scorer().run(output="judged elsewhere")
+    asked: list[str] = []
+
+    async def lookup(key: str) -> str | None:
+        asked.append(key)
+        await asyncio.sleep(0.01)
+        return stored.model_dump_json() if key == "known" else None
+
+    async def run() -> BiasResult:
+        return stored.model_copy(update={"score": 0.0})
+
+    cache = ScoreCache(10, lookup=lookup)
+    (first, hit), (second, hit_too) = await asyncio.gather(
+        cache.get_or_run("known", run), cache.get_or_run("known", run)
+    )
+    assert (hit, hit_too) == (True, True)
+    assert first.score == second.score == stored.score
+    assert asked == ["known"]  # concurrent requests share one lookup
+    assert (await cache.get_or_run("known", run))[1] is True  # now held here
+    assert asked == ["known"]
+    result, hit = await cache.get_or_run("other", run)
+    assert (hit, result.score) == (False, 0.0)
+    assert (cache.hits, cache.misses) == (3, 1)
+
+
+async def test_a_failing_lookup_falls_back_to_judging() -> None:
+    async def lookup(key: str) -> str | None:
+        raise OSError("database away")
+
+    judged = await scorer().run(output="judged here")
+
+    async def run() -> BiasResult:
+        return judged
+
+    cache = ScoreCache(10, lookup=lookup)
+    result, hit = await cache.get_or_run("k", run)
+    assert hit is False
+    assert result == judged

@@ -42,6 +42,7 @@ FULL_ENV = {
     "GATEWAY_API_KEYS": "gw-key-one-0123456789, gw-key-two-0123456789",
     "GATEWAY_PORT": "9090",
     "BIAS_STORE_PATH": "/tmp/scores.db",
+    "BIAS_STORE_URL": "postgresql://gw:pw-0123456789@127.0.0.1:5432/scores",
     "GATEWAY_HOST": "0.0.0.0",
 }
 
@@ -225,6 +226,7 @@ def test_shipped_config_with_full_env() -> None:
         ("key-2", "gw-key-two-0123456789", "default"),
     ]
     assert settings.store.path == "/tmp/scores.db"
+    assert settings.store.url == SecretStr(FULL_ENV["BIAS_STORE_URL"])
     assert (settings.server.host, settings.server.port) == ("0.0.0.0", 9090)
 
 

@@ -521,8 +521,10 @@ def test_serve_sweeps_a_previous_runs_pending_rows_once_before_its_workers(
     async def crash_with_pending() -> None:
         previous = ScoreStore(store)
         previous.start()
-        previous.submit(ScoreRecord(run_id="left-behind", status="pending", created_at=1.0))
-        previous.submit(ScoreRecord(run_id="done", status="scored", created_at=1.0, score=0.5))
+        # Recent: retention would prune a final record from 1970 at once.
+        now = time.time()
+        previous.submit(ScoreRecord(run_id="left-behind", status="pending", created_at=now))
+        previous.submit(ScoreRecord(run_id="done", status="scored", created_at=now, score=0.5))
         await previous.close()
 
     asyncio.run(crash_with_pending())

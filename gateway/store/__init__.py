@@ -1,0 +1,39 @@
+"""The score store: one interface (`Store`), two engines.
+
+- `SQLiteStore`: an embedded file in WAL mode, the default (`store.path`).
+- `PostgresStore`: a shared PostgreSQL database (`store.url`), for several
+  gateways and scorers on any host.
+
+`open_store(settings.store)` picks the engine; schemas are versioned
+migrations (`gateway.store.migrations`) run when a store opens, or by
+`bias-gateway migrate`.
+"""
+
+from __future__ import annotations
+
+from gateway.config import StoreSettings
+from gateway.store.base import Store
+from gateway.store.postgres import PostgresStore, redacted_url
+from gateway.store.records import FINAL_STATUSES, CacheEntry, ScoreRecord, Status, StoreError
+from gateway.store.sqlite import ScoreStore, SQLiteStore
+
+__all__ = [
+    "FINAL_STATUSES",
+    "CacheEntry",
+    "PostgresStore",
+    "SQLiteStore",
+    "ScoreRecord",
+    "ScoreStore",
+    "Status",
+    "Store",
+    "StoreError",
+    "open_store",
+    "redacted_url",
+]
+
+
+def open_store(settings: StoreSettings) -> Store:
+    """The store `settings` ask for (not yet opened): PostgreSQL when `url` is set."""
+    if settings.url is not None:
+        return PostgresStore(settings.url.get_secret_value())
+    return SQLiteStore(settings.path)

@@ -1,0 +1,198 @@
+"""Versioned schema migrations for both engines, run at start or by `bias-gateway migrate`.
+
+Each `Migration` has a version, what it does, and its steps for SQLite and for
+PostgreSQL. The table `schema_migrations (version, description, applied_at)`
+records what ran. Several processes starting at once is safe: SQLite runs the
+migrations under its write lock (`BEGIN IMMEDIATE`) and PostgreSQL under a
+transaction-scoped advisory lock, and each reads what is applied only once it
+holds the lock. A database whose schema is newer than this gateway knows is
+refused rather than written with an older idea of it.
+
+Version 1 is the schema as it stood when versions began. An SQLite file from
+before then (it has `scores` but no `schema_migrations`) is brought up to it by
+adding the columns it lacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.store.records import StoreError
+
+__all__ = ["MIGRATIONS", "Migration", "latest_version", "migrate_postgres", "migrate_sqlite"]
+
+# Any fixed number: it names "the migration lock" among the database's advisory locks.
+_ADVISORY_LOCK = 726_150_411
+
+_SQLITE_V1 = """
+CREATE TABLE IF NOT EXISTS scores (
+    run_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    model TEXT,
+    api TEXT,
+    key_name TEXT,
+    mode TEXT,
+    stream INTEGER NOT NULL DEFAULT 0,
+    partial INTEGER NOT NULL DEFAULT 0,
+    truncated INTEGER NOT NULL DEFAULT 0,
+    score REAL,
+    verdict TEXT,
+    reason TEXT,
+    reason_status TEXT,
+    status_reason TEXT,
+    judge_calls INTEGER,
+    judge_tokens INTEGER,
+    result TEXT,
+    response_id TEXT,
+    request_id TEXT,
+    prompt TEXT,
+    completion TEXT,
+    updated_at REAL
+);
+CREATE INDEX IF NOT EXISTS scores_status ON scores (status);
+CREATE INDEX IF NOT EXISTS scores_created_at ON scores (created_at);
+CREATE TABLE IF NOT EXISTS score_cache (
+    seq INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    result TEXT NOT NULL,
+    stored_at REAL NOT NULL
+)
+"""
+
+_POSTGRES_V1 = """
+CREATE TABLE IF NOT EXISTS scores (
+    run_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    model TEXT,
+    api TEXT,
+    key_name TEXT,
+    mode TEXT,
+    stream BOOLEAN NOT NULL DEFAULT FALSE,
+    partial BOOLEAN NOT NULL DEFAULT FALSE,
+    truncated BOOLEAN NOT NULL DEFAULT FALSE,
+    score DOUBLE PRECISION,
+    verdict TEXT,
+    reason TEXT,
+    reason_status TEXT,
+    status_reason TEXT,
+    judge_calls INTEGER,
+    judge_tokens INTEGER,
+    result TEXT,
+    response_id TEXT,
+    request_id TEXT,
+    prompt TEXT,
+    completion TEXT,
+    updated_at DOUBLE PRECISION
+);
+CREATE INDEX IF NOT EXISTS scores_status ON scores (status);
+CREATE INDEX IF NOT EXISTS scores_created_at ON scores (created_at);
+CREATE TABLE IF NOT EXISTS score_cache (
+    seq BIGSERIAL PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    result TEXT NOT NULL,
+    stored_at DOUBLE PRECISION NOT NULL
+);
+"""
+
+# Columns that files from before versioning may lack, with their declarations.
+_LEGACY_COLUMNS = {
+    "api": "TEXT",
+    "truncated": "INTEGER NOT NULL DEFAULT 0",
+    "reason_status": "TEXT",
+    "judge_calls": "INTEGER",
+    "judge_tokens": "INTEGER",
+}
+
+
+def _sqlite_v1(conn: sqlite3.Connection) -> None:
+    for statement in _SQLITE_V1.split(";"):
+        conn.execute(statement)
+    present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
+    for name, declaration in _LEGACY_COLUMNS.items():
+        if name not in present:
+            conn.execute(f"ALTER TABLE scores ADD COLUMN {name} {declaration}")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    sqlite: Callable[[sqlite3.Connection], None]
+    postgres: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "scores and score_cache", _sqlite_v1, _POSTGRES_V1),
+)
+
+_LEDGER = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at {time} NOT NULL)"
+)
+
+
+def latest_version() -> int:
+    return MIGRATIONS[-1].version
+
+
+def _check_known(applied: set[int]) -> None:
+    newest = max(applied, default=0)
+    if newest > latest_version():
+        raise StoreError(
+            f"the database's schema is at version {newest}, newer than this gateway knows"
+            f" ({latest_version()}): upgrade the gateway, or use another database"
+        )
+
+
+def migrate_sqlite(conn: sqlite3.Connection) -> list[int]:
+    """Apply what is missing, under the write lock; returns the versions applied now."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(_LEDGER.format(time="REAL"))
+        applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        _check_known(applied)
+        done = []
+        for migration in MIGRATIONS:
+            if migration.version in applied:
+                continue
+            migration.sqlite(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                (migration.version, migration.description, time.time()),
+            )
+            done.append(migration.version)
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    return done
+
+
+async def migrate_postgres(conn: Any) -> list[int]:
+    """The same for PostgreSQL, on an asyncpg connection, under the advisory lock."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", _ADVISORY_LOCK)
+        await conn.execute(_LEDGER.format(time="DOUBLE PRECISION"))
+        applied = {row[0] for row in await conn.fetch("SELECT version FROM schema_migrations")}
+        _check_known(applied)
+        done = []
+        for migration in MIGRATIONS:
+            if migration.version in applied:
+                continue
+            await conn.execute(migration.postgres)
+            await conn.execute(
+                "INSERT INTO schema_migrations VALUES ($1, $2, $3)",
+                migration.version,
+                migration.description,
+                time.time(),
+            )
+            done.append(migration.version)
+    return done

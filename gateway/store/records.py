@@ -1,0 +1,118 @@
+"""What the score store keeps: `ScoreRecord`s and score cache entries. Pure data."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from guard.outputs import valid_text
+
+__all__ = [
+    "COLUMNS",
+    "FINAL_STATUSES",
+    "STATUSES",
+    "CacheEntry",
+    "ScoreRecord",
+    "Status",
+    "StoreError",
+    "batch_rows",
+    "check_record",
+    "json_text",
+]
+
+Status = Literal["pending", "scored", "error", "skipped", "dropped"]
+
+FINAL_STATUSES: frozenset[str] = frozenset({"scored", "error", "skipped", "dropped"})
+
+STATUSES = frozenset(get_args(Status))
+
+logger = logging.getLogger("gateway.store")
+
+
+class StoreError(Exception):
+    """The score store's database could not be opened (or migrated)."""
+
+
+@dataclass(slots=True)
+class ScoreRecord:
+    """One scored (or not scored) response, keyed by the scorer's run id."""
+
+    run_id: str
+    status: Status
+    created_at: float
+    model: str | None = None
+    api: str | None = None  # the surface: chat.completions, completions, responses, messages
+    key_name: str | None = None
+    mode: str | None = None
+    stream: bool = False
+    partial: bool = False
+    truncated: bool = False
+    score: float | None = None
+    verdict: str | None = None
+    reason: str | None = None
+    reason_status: str | None = None  # pending | done | off | error | skipped | dropped
+    status_reason: str | None = None
+    judge_calls: int | None = None
+    judge_tokens: int | None = None
+    result: dict[str, Any] | None = None
+    response_id: str | None = None
+    request_id: str | None = None
+    prompt: str | None = None
+    completion: str | None = None
+    updated_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as plain JSON-ready values (`result` is deep-copied)."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """A score cache entry: the content hash and the result as JSON text."""
+
+    key: str
+    result: str
+
+
+COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
+BOOL_COLUMNS = frozenset({"stream", "partial", "truncated"})
+REAL_COLUMNS = frozenset({"created_at", "updated_at", "score"})
+INT_COLUMNS = frozenset({"judge_calls", "judge_tokens"})
+JSON_COLUMNS = frozenset({"result"})
+
+
+def batch_rows(
+    items: list[ScoreRecord | CacheEntry], to_row: Callable[[ScoreRecord], tuple[object, ...]]
+) -> tuple[list[tuple[object, ...]], list[tuple[str, str, float]]]:
+    """A writer's batch as database rows: records and cache entries apart. A record that
+    cannot become a row (a result that does not encode) is logged and left out."""
+    rows: list[tuple[object, ...]] = []
+    now = time.time()
+    entries = [(item.key, item.result, now) for item in items if isinstance(item, CacheEntry)]
+    for record in items:
+        if isinstance(record, CacheEntry):
+            continue
+        try:
+            rows.append(to_row(record))
+        except Exception as exc:  # a bad result dict (cycles, objects) loses one record only
+            logger.error("score record %s not stored: %s", record.run_id, exc)
+    return rows, entries
+
+
+def check_record(record: ScoreRecord) -> ScoreRecord:
+    """A copy of `record` to store, once its status and run id are checked."""
+    if record.status not in STATUSES:
+        raise ValueError(f"unknown score status {record.status!r}")
+    if not isinstance(record.run_id, str):
+        raise TypeError(f"run_id must be a str, not {type(record.run_id).__name__}")
+    return dataclasses.replace(record)
+
+
+def json_text(value: Any) -> str:
+    """`result` as compact JSON text, valid UTF-8 (an unpaired surrogate becomes U+FFFD)."""
+    return valid_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
