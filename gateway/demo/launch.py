@@ -158,7 +158,9 @@ def run_demo(options: DemoOptions) -> int:
                 lifespan="on",
             )
         )
-        url = f"http://{options.host}:{options.port}"
+        # Listening on every interface: the commands to paste still go to loopback.
+        shown = "127.0.0.1" if options.host in ("0.0.0.0", "::", "") else options.host
+        url = f"http://{shown}:{options.port}"
         threading.Thread(
             target=_announce, args=(gateway, banner(url, options, store_path)), daemon=True
         ).start()
