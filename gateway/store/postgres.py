@@ -93,7 +93,7 @@ def redacted_url(url: str) -> str:
 async def _keep_session(connection: Any) -> None:
     """The pool's `reset` on release: nothing. The store changes no session state (no
     SET, no LISTEN, no session locks), and skipping asyncpg's reset query took point
-    lookups from 2,654 to 4,495 a second at c=1 (bench/results/store-drivers-*.md)."""
+    lookups from 2,543 to 4,309 a second at c=1 (bench/results/store-drivers-2026-12-01-1315.md)."""
 
 
 @dataclass(slots=True)
