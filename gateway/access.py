@@ -46,11 +46,10 @@ class CallState:
     client_disconnected: bool | None = None
 
     def log_fields(self) -> dict[str, Any]:
-        return {
-            field.name: value
-            for field in fields(self)
-            if field.name != "request_id" and (value := getattr(self, field.name)) is not None
-        }
+        return {name: value for name in _LOGGED if (value := getattr(self, name)) is not None}
+
+
+_LOGGED = tuple(field.name for field in fields(CallState) if field.name != "request_id")
 
 
 def call_state(scope: Scope) -> CallState:

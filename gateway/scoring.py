@@ -212,17 +212,18 @@ class Scoring:
         True (`submit` finds out). `submit` hands the place on to the queued
         job; whatever else happens, the place is given back on exit.
         """
-        admitted = True
-        if request.mode == "monitor" and request.run_id:
-            admitted = await self._admit(request)
+        admitted = await self._admit(request) if self.reserves(request) else True
         try:
             yield admitted
         finally:
             self._release(request)
 
+    def reserves(self, request: ScoreRequest) -> bool:
+        """Whether `reservation` holds a place for `request`: a sampled monitor job,
+        with `queue.full_wait` set (without it, `submit` finds out)."""
+        return self.full_wait > 0 and request.mode == "monitor" and bool(request.run_id)
+
     async def _admit(self, request: ScoreRequest) -> bool:
-        if self.full_wait <= 0:
-            return True
         if self._room.locked():
             try:
                 await asyncio.wait_for(self._room.acquire(), self.full_wait)
