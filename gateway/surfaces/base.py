@@ -32,6 +32,7 @@ __all__ = [
     "json_int",
     "openai_error_body",
     "parse_object",
+    "require_messages",
     "require_model",
     "require_stream_flag",
 ]
@@ -220,6 +221,15 @@ def require_model(body: Mapping[str, Any]) -> str:
         # name would go on into metric labels, log lines and the store.
         raise BadRequest("`model` must be valid Unicode text.", param="model")
     return model
+
+
+def require_messages(body: Mapping[str, Any]) -> None:
+    """`messages`: a non-empty array of objects (chat completions and Anthropic alike)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("`messages` is required and must be a non-empty array.", param="messages")
+    if not all(isinstance(message, dict) for message in messages):
+        raise BadRequest("Each entry of `messages` must be an object.", param="messages")
 
 
 def require_stream_flag(body: Mapping[str, Any]) -> bool:

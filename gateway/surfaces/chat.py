@@ -21,6 +21,7 @@ from gateway.surfaces.base import (
     id_text,
     json_int,
     parse_object,
+    require_messages,
     require_model,
     require_stream_flag,
 )
@@ -69,6 +70,31 @@ def _chunk(object_name: str, response_id: str | None, model: str | None, **field
             }
         )
     )
+
+
+def _refused_choices(body: Mapping[str, Any], **content: Any) -> dict[str, Any]:
+    """`body` with every choice's text replaced by `content`, marked as filtered."""
+    refused = dict(body)
+    refused["choices"] = [
+        {
+            "index": choice.get("index", index) if isinstance(choice, dict) else index,
+            **content,
+            "finish_reason": "content_filter",
+            "logprobs": None,
+        }
+        for index, choice in enumerate(body.get("choices") or [{}])
+    ]
+    return refused
+
+
+def _bias_trailer(object_name: str, outcome: Outcome, reader: StreamReader) -> bytes:
+    """The end of a live choice stream that passed: a chunk with no choices and a `bias`
+    object, then `[DONE]`."""
+    facts = reader.facts()
+    chunk = _chunk(
+        object_name, facts.response_id, facts.model, choices=[], bias=bias_details(outcome)
+    )
+    return chunk + encode_event(DONE)
 
 
 class _ChoiceReader(StreamReader):
@@ -135,13 +161,7 @@ class ChatCompletions(Surface):
     def parse(self, raw: bytes) -> SurfaceRequest:
         body = parse_object(raw)
         model = require_model(body)
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise BadRequest(
-                "`messages` is required and must be a non-empty array.", param="messages"
-            )
-        if not all(isinstance(message, dict) for message in messages):
-            raise BadRequest("Each entry of `messages` must be an object.", param="messages")
+        require_messages(body)
         stream = require_stream_flag(body)
         _check_n(body)
         return SurfaceRequest(model, stream, body, raw)
@@ -162,17 +182,8 @@ class ChatCompletions(Surface):
         return ChatReader(max_chars=max_chars)
 
     def replaced(self, body: Mapping[str, Any], policy: Policy) -> dict[str, Any]:
-        refused = dict(body)
-        refused["choices"] = [
-            {
-                "index": choice.get("index", index) if isinstance(choice, dict) else index,
-                "message": {"role": "assistant", "content": policy.refusal_text},
-                "finish_reason": "content_filter",
-                "logprobs": None,
-            }
-            for index, choice in enumerate(body.get("choices") or [{}])
-        ]
-        return refused
+        message = {"role": "assistant", "content": policy.refusal_text}
+        return _refused_choices(body, message=message)
 
     def refusal_stream(self, reader: StreamReader, policy: Policy) -> bytes:
         facts = reader.facts()
@@ -190,14 +201,7 @@ class ChatCompletions(Surface):
 
     def trailer(self, outcome: Outcome, reader: StreamReader, held: list[SSEEvent]) -> bytes:
         """A chunk with no choices and a `bias` object, then `[DONE]`."""
-        facts = reader.facts()
-        return _chunk(
-            "chat.completion.chunk",
-            facts.response_id,
-            facts.model,
-            choices=[],
-            bias=bias_details(outcome),
-        ) + encode_event(DONE)
+        return _bias_trailer("chat.completion.chunk", outcome, reader)
 
 
 class CompletionsReader(_ChoiceReader):
@@ -292,17 +296,7 @@ class Completions(Surface):
         return CompletionsReader(max_chars=max_chars)
 
     def replaced(self, body: Mapping[str, Any], policy: Policy) -> dict[str, Any]:
-        refused = dict(body)
-        refused["choices"] = [
-            {
-                "index": choice.get("index", index) if isinstance(choice, dict) else index,
-                "text": policy.refusal_text,
-                "finish_reason": "content_filter",
-                "logprobs": None,
-            }
-            for index, choice in enumerate(body.get("choices") or [{}])
-        ]
-        return refused
+        return _refused_choices(body, text=policy.refusal_text)
 
     def refusal_stream(self, reader: StreamReader, policy: Policy) -> bytes:
         facts = reader.facts()
@@ -315,11 +309,4 @@ class Completions(Surface):
         return chunk(policy.refusal_text, None) + chunk("", "content_filter") + encode_event(DONE)
 
     def trailer(self, outcome: Outcome, reader: StreamReader, held: list[SSEEvent]) -> bytes:
-        facts = reader.facts()
-        return _chunk(
-            "text_completion",
-            facts.response_id,
-            facts.model,
-            choices=[],
-            bias=bias_details(outcome),
-        ) + encode_event(DONE)
+        return _bias_trailer("text_completion", outcome, reader)

@@ -15,7 +15,6 @@ from typing import Any
 
 from gateway.config import Policy
 from gateway.decisions import Outcome, Refusal, bias_details
-from gateway.errors import BadRequest
 from gateway.sse import SSEEvent, encode_event
 from gateway.surfaces.base import (
     Facts,
@@ -26,6 +25,7 @@ from gateway.surfaces.base import (
     id_text,
     json_int,
     parse_object,
+    require_messages,
     require_model,
     require_stream_flag,
 )
@@ -137,13 +137,7 @@ class Messages(Surface):
     def parse(self, raw: bytes) -> SurfaceRequest:
         body = parse_object(raw)
         model = require_model(body)
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise BadRequest(
-                "`messages` is required and must be a non-empty array.", param="messages"
-            )
-        if not all(isinstance(message, dict) for message in messages):
-            raise BadRequest("Each entry of `messages` must be an object.", param="messages")
+        require_messages(body)
         return SurfaceRequest(model, require_stream_flag(body), body, raw)
 
     def input_messages(self, body: Mapping[str, Any]) -> object:
