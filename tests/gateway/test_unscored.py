@@ -231,3 +231,19 @@ def test_an_allowed_unscored_stream_passes_through_as_it_comes(
     assert headers["x-bias-skip-reason"] == "unscored_path"
     assert body == b"".join(frames)
     assert fake_openai.requests[0].headers["authorization"] == "Bearer sk-upstream-secret"
+
+
+@pytest.mark.parametrize(("mode", "status"), [("enforce", 403), ("monitor", 200), ("off", 200)])
+def test_an_unscored_path_in_each_mode(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway, mode: str, status: int
+) -> None:
+    gateway = make_gateway(**policy(mode=mode))
+    with gateway.http() as http:
+        response = http.post("/v1/images/generations", json={"prompt": "a cat"})
+    assert response.status_code == status
+    if status == 403:
+        assert response.json()["error"]["code"] == "unscored_path"
+        assert fake_openai.requests == []
+    else:
+        assert response.headers["x-bias-skip-reason"] == "unscored_path"
+        assert [r.path for r in fake_openai.requests] == ["/v1/images/generations"]
