@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from gateway.demo import apis, rules
+from gateway.surfaces.base import content_text
 
 __all__ = ["ANSWERS", "DEMO_JUDGE_MODEL", "answer_for", "demo_app", "judge_answer"]
 
@@ -81,15 +82,7 @@ def _last_user_text(body: dict[str, Any]) -> str:
 
 
 def _text_of(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            part["text"]
-            for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    return ""
+    return content_text(content, separator=" ")
 
 
 # -- the judge ----------------------------------------------------------------------

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -26,18 +25,15 @@ from typing import Any, Literal
 
 from gateway.store.migrations import migrate_postgres
 from gateway.store.records import (
-    BOOL_COLUMNS,
     COLUMNS,
-    INT_COLUMNS,
-    JSON_COLUMNS,
-    REAL_COLUMNS,
     STATUSES,
     CacheEntry,
     ScoreRecord,
     StoreError,
     batch_rows,
     check_record,
-    json_text,
+    record_from_row,
+    record_row,
 )
 from guard.outputs import valid_text
 
@@ -106,33 +102,12 @@ class _Stop:
 
 
 def _to_row(record: ScoreRecord) -> tuple[object, ...]:
-    row: list[object] = []
-    for name in COLUMNS:
-        value = getattr(record, name)
-        if value is None:
-            row.append(None)
-        elif name in BOOL_COLUMNS:
-            row.append(bool(value))
-        elif name in REAL_COLUMNS:
-            row.append(float(value))
-        elif name in INT_COLUMNS:
-            row.append(int(value))
-        elif name in JSON_COLUMNS:
-            row.append(json_text(value))
-        elif isinstance(value, str):
-            # PostgreSQL text holds no NUL and no unpaired surrogate.
-            row.append(valid_text(value).replace("\x00", "\ufffd"))
-        else:
-            raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    return tuple(row)
+    return record_row(record, boolean=bool, text=_postgres_text)
 
 
-def _from_row(row: Any) -> ScoreRecord:
-    values = dict(zip(COLUMNS, tuple(row), strict=True))
-    for name in JSON_COLUMNS:
-        if values[name] is not None:
-            values[name] = json.loads(values[name])
-    return ScoreRecord(**values)
+def _postgres_text(value: str) -> str:
+    """PostgreSQL text holds no NUL and no unpaired surrogate."""
+    return valid_text(value).replace("\x00", "\ufffd")
 
 
 class PostgresStore:
@@ -236,7 +211,7 @@ class PostgresStore:
         await self.flush()
         self._require()
         row = await self._pool.fetchrow(_SELECT, run_id)
-        return None if row is None else _from_row(row)
+        return None if row is None else record_from_row(row)
 
     async def status_counts(self) -> dict[str, int]:
         self._require()

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -23,6 +23,8 @@ __all__ = [
     "batch_rows",
     "check_record",
     "json_text",
+    "record_from_row",
+    "record_row",
 ]
 
 Status = Literal["pending", "scored", "error", "skipped", "dropped"]
@@ -102,6 +104,42 @@ def batch_rows(
         except Exception as exc:  # a bad result dict (cycles, objects) loses one record only
             logger.error("score record %s not stored: %s", record.run_id, exc)
     return rows, entries
+
+
+def record_row(
+    record: ScoreRecord, *, boolean: Callable[[bool], object], text: Callable[[str], str]
+) -> tuple[object, ...]:
+    """`record` as a row of `COLUMNS` values: each engine says how it holds a boolean
+    and which text it cannot take (`text` repairs it). Raises on a value of a wrong type."""
+    row: list[object] = []
+    for name in COLUMNS:
+        value = getattr(record, name)
+        if value is None:
+            row.append(None)
+        elif name in BOOL_COLUMNS:
+            row.append(boolean(bool(value)))
+        elif name in REAL_COLUMNS:
+            row.append(float(value))
+        elif name in INT_COLUMNS:
+            row.append(int(value))
+        elif name in JSON_COLUMNS:
+            row.append(json_text(value))
+        elif isinstance(value, str):
+            row.append(text(value))
+        else:
+            raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    return tuple(row)
+
+
+def record_from_row(row: Iterable[Any]) -> ScoreRecord:
+    """The `ScoreRecord` a row of `COLUMNS` values holds, on either engine."""
+    values = dict(zip(COLUMNS, tuple(row), strict=True))
+    for name in BOOL_COLUMNS:
+        values[name] = bool(values[name])
+    for name in JSON_COLUMNS:
+        if values[name] is not None:
+            values[name] = json.loads(values[name])
+    return ScoreRecord(**values)
 
 
 def check_record(record: ScoreRecord) -> ScoreRecord:

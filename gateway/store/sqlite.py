@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import queue
 import sqlite3
@@ -33,22 +32,19 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from gateway.store.migrations import migrate_sqlite
 from gateway.store.records import (
-    BOOL_COLUMNS,
     COLUMNS,
-    INT_COLUMNS,
-    JSON_COLUMNS,
-    REAL_COLUMNS,
     STATUSES,
     CacheEntry,
     ScoreRecord,
     StoreError,
     batch_rows,
     check_record,
-    json_text,
+    record_from_row,
+    record_row,
 )
 from guard.outputs import valid_text
 
@@ -120,35 +116,8 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def _to_row(record: ScoreRecord) -> tuple[object, ...]:
-    row: list[object] = []
-    for name in COLUMNS:
-        value = getattr(record, name)
-        if value is None:
-            row.append(None)
-        elif name in BOOL_COLUMNS:
-            row.append(int(bool(value)))
-        elif name in REAL_COLUMNS:
-            row.append(float(value))
-        elif name in INT_COLUMNS:
-            row.append(int(value))
-        elif name in JSON_COLUMNS:
-            row.append(json_text(value))
-        elif isinstance(value, str):
-            # SQLite takes UTF-8: an unpaired surrogate (valid escaped JSON) becomes U+FFFD.
-            row.append(valid_text(value))
-        else:
-            raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    return tuple(row)
-
-
-def _from_row(row: tuple[Any, ...]) -> ScoreRecord:
-    values = dict(zip(COLUMNS, row, strict=True))
-    for name in BOOL_COLUMNS:
-        values[name] = bool(values[name])
-    for name in JSON_COLUMNS:
-        if values[name] is not None:
-            values[name] = json.loads(values[name])
-    return ScoreRecord(**values)
+    # SQLite takes UTF-8: an unpaired surrogate (valid escaped JSON) becomes U+FFFD.
+    return record_row(record, boolean=int, text=valid_text)
 
 
 class SQLiteStore:
@@ -363,7 +332,7 @@ class SQLiteStore:
     def _read(self, run_id: str) -> ScoreRecord | None:
         with self._read_lock:
             row = self._require_reader().execute(_SELECT, (run_id,)).fetchone()
-        return None if row is None else _from_row(row)
+        return None if row is None else record_from_row(row)
 
     def _close_reader(self) -> None:
         with self._read_lock:

@@ -27,6 +27,7 @@ __all__ = [
     "StreamReader",
     "Surface",
     "SurfaceRequest",
+    "content_text",
     "held_with_bias",
     "id_text",
     "json_int",
@@ -261,17 +262,18 @@ def _joined_text(value: object) -> str:
     lines = []
     for message in value:
         if isinstance(message, dict):
-            lines.append(f"{message.get('role')}: {_content_text(message.get('content'))}")
+            lines.append(f"{message.get('role')}: {content_text(message.get('content'))}")
         elif isinstance(message, str):
             lines.append(message)
     return "\n\n".join(lines)
 
 
-def _content_text(content: object) -> str:
+def content_text(content: object, *, separator: str = "") -> str:
+    """The text of a message's `content`: a string, or the `text` of its parts."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
+        return separator.join(
             part["text"]
             for part in content
             if isinstance(part, dict) and isinstance(part.get("text"), str)
