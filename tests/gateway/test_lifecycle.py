@@ -107,6 +107,44 @@ async def test_full_wait_slows_responses_down_instead_of_skipping_them(
     assert gateway.state.scoring.queue_depth == 0
 
 
+async def test_queue_places_hold_with_a_slow_rate_limited_judge(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    """A judge of ~1 s a call that answers 429 above 1 call a second: every place is
+    held through the wait and handed on, nothing is skipped, and all of them come back."""
+    fake_openai.judge_delay = 1.0
+    fake_openai.judge_max_rps = 1  # below the 2 calls a second two slots would send
+    fake_openai.unique_replies = True
+    gateway = make_gateway(
+        queue={"size": 2, "full_wait": 60},
+        judge={"cache_size": 0, "max_concurrency": 2, "reason": "off"},
+    )
+    client = gateway.async_client(timeout=60)
+    messages: Any = REQUEST["messages"]
+
+    async def ask(index: int) -> str:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="m", messages=messages, stream=index % 2 == 1
+        )
+        if index % 2 == 1:
+            parsed = raw.parse()
+            assert isinstance(parsed, openai.AsyncStream)
+            async for _ in parsed:
+                pass
+        return raw.headers["x-bias-run-id"]
+
+    run_ids = await asyncio.gather(*(ask(index) for index in range(4)))
+    await client.close()
+    for run_id in run_ids:
+        record = await asyncio.to_thread(gateway.wait_for_score, run_id, timeout=60)
+        assert record["status"] == "scored"
+    scoring = gateway.state.scoring
+    assert scoring.skipped_overloaded == 0
+    assert fake_openai.rate_limited > 0  # the judge did push back
+    # Every place came back: a full queue's worth can be reserved again at once.
+    assert [scoring._room.locked(), scoring._room._value] == [False, 2]
+
+
 def test_full_wait_gives_up_and_skips_then_frees_every_place(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
