@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import structlog
-from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -19,7 +18,7 @@ from starlette.routing import Route
 
 from gateway.access import AccessLog, call_state
 from gateway.auth import Authenticator
-from gateway.cache import ScoreCache
+from gateway.claims import Claimer
 from gateway.config import Settings, load_settings, settings_from_env
 from gateway.endpoints import (
     healthz,
@@ -30,21 +29,19 @@ from gateway.endpoints import (
     score_lookup,
 )
 from gateway.errors import GatewayError, envelope, error_response
-from gateway.judge import AiohttpJudge
 from gateway.metrics import Metrics
 from gateway.paths import PathGuard
 from gateway.pipeline import ScoredEndpoint
 from gateway.policy import Sampler
 from gateway.retention import Retention
 from gateway.routing import Router
-from gateway.scoring import Scoring
+from gateway.runtime import build_judge, build_scoring
 from gateway.state import Gateway
-from gateway.store import CacheEntry, Store, open_store
+from gateway.store import open_store
 from gateway.surfaces import SURFACES
 from gateway.telemetry import Telemetry
 from gateway.upstream import Upstream
-from guard import BiasScorer, Judge, LiteLLMJudge
-from guard.limits import JudgeLimiter
+from guard import Judge
 
 __all__ = ["ServeOptions", "app_from_environment", "build_judge", "create_app", "serve_app"]
 
@@ -53,44 +50,6 @@ log = structlog.get_logger("gateway.app")
 CONFIG_ENV = "BIAS_GATEWAY_CONFIG"
 LOG_LEVEL_ENV = "BIAS_GATEWAY_LOG_LEVEL"
 CLIENT_CLOSED_REQUEST = 499
-
-
-def build_judge(settings: Settings, upstream: Upstream, metrics: Metrics | None = None) -> Judge:
-    """The judge from settings: litellm for `provider/model` without a base_url, else direct
-    over the gateway's own aiohttp pool. Its calls share one limiter (`guard.limits`)."""
-    judge = settings.judge
-    limiter = JudgeLimiter(
-        max_concurrency=judge.max_concurrency,
-        requests_per_minute=judge.max_requests_per_minute,
-        tokens_per_minute=judge.max_tokens_per_minute,
-        on_rate_limited=(lambda _: metrics.judge_rate_limited.inc()) if metrics else None,
-        on_wait=metrics.judge_wait_seconds.inc if metrics else None,
-    )
-    built: LiteLLMJudge | AiohttpJudge
-    if "/" in judge.model and judge.base_url is None:
-        built = LiteLLMJudge(
-            judge.model,
-            api_key=_secret(judge.api_key),
-            timeout=judge.timeout,
-            max_retries=judge.max_retries,
-            limiter=limiter,
-        )
-    else:
-        built = AiohttpJudge(
-            upstream,
-            base_url=settings.judge_base_url(),
-            model=judge.model,
-            api_key=_secret(settings.judge_api_key()),
-            timeout=judge.timeout,
-            max_retries=judge.max_retries,
-            limiter=limiter,
-        )
-    built.rate_limit_wait = judge.rate_limit_wait
-    return built
-
-
-def _secret(value: SecretStr | None) -> str | None:
-    return value.get_secret_value() if value is not None else None
 
 
 def create_app(
@@ -122,29 +81,14 @@ def create_app(
         client = upstream or Upstream()
         await client.start()
         bias_judge = judge or build_judge(settings, client, metrics)
-        scorer = BiasScorer(
-            bias_judge,
-            scale=settings.judge.scale,
-            reason="off",  # Scoring asks for the explanation itself: inline or deferred
-            pipeline=settings.judge.pipeline,
-            judge_whole_text_when_no_opinions=settings.judge.judge_whole_text_when_no_opinions,
-            trace_evaluation=False,  # Scoring opens the evaluation span, with the gateway's facts
-        )
-        scoring = Scoring(
-            scorer,
-            store,
-            telemetry=tracing,
-            metrics=metrics,
-            queue_size=settings.queue.size,
-            concurrency=settings.judge.max_concurrency,
-            capture_content=settings.store.capture_content,
-            cache=await _score_cache(settings, store),
-            full_wait=settings.queue.full_wait,
-            max_text_chars=settings.judge.max_text_chars,
-            enforce_deadline=settings.judge.enforce_deadline,
-            reason=settings.judge.reason_mode,
-        )
+        scoring = await build_scoring(settings, store, bias_judge, tracing, metrics)
         scoring.start()
+        # Scoring here: also take work a stopped process left. External: only keep the
+        # leases on this gateway's streams in flight.
+        claimer = Claimer(
+            store, scoring, settings, metrics=metrics, pull=settings.queue.scorer == "in_process"
+        )
+        claimer.start()
         retention = None
         if settings.store.retention_days > 0:
             retention = Retention(store, settings.store.retention_days, metrics=metrics)
@@ -176,6 +120,7 @@ def create_app(
             state.ready = False
             if retention is not None:
                 await retention.stop()
+            await claimer.stop()
             await scoring.drain(settings.queue.drain_deadline)
             await bias_judge.aclose()
             await client.close()
@@ -210,28 +155,6 @@ def create_app(
         },
         lifespan=lifespan,
     )
-
-
-async def _score_cache(settings: Settings, store: Store) -> ScoreCache | None:
-    """The content-hash cache. With `cache_persist`, loaded from and saved to the store;
-    on PostgreSQL always, and shared: a miss here asks the database, so a text any
-    replica judged is not judged again."""
-    size = settings.judge.cache_size
-    if not size:
-        return None
-    shared = store.engine == "postgresql"
-    if not (settings.judge.cache_persist or shared):
-        return ScoreCache(size)
-    store.keep_cache(size)
-    cache = ScoreCache(
-        size,
-        on_add=lambda key, entry: store.put_cache(CacheEntry(key, entry)),
-        lookup=store.cache_get if shared else None,
-    )
-    cache.preload((entry.key, entry.result) for entry in await store.cached(size))
-    if len(cache):
-        log.info("score cache loaded from the store", entries=len(cache))
-    return cache
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:

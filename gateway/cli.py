@@ -1,4 +1,4 @@
-"""`bias-gateway serve`, `demo`, `migrate` and `check-config`."""
+"""`bias-gateway serve`, `scorer`, `demo`, `migrate` and `check-config`."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
+LOG_LEVELS = ["debug", "info", "warning", "error"]
+
 # uvicorn's exit status for a server that failed to start (`uvicorn.config.STARTUP_FAILURE`).
 STARTUP_FAILURE = 3
 
@@ -47,6 +49,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--port", type=int, help="port (default from config: $GATEWAY_PORT or 8080)")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    scorer = commands.add_parser(
+        "scorer", help="score pending monitor work from the store (no proxy)"
+    )
+    scorer.add_argument("--config", help="YAML config (default: environment variables only)")
+    scorer.add_argument("--host", default="127.0.0.1", help="health port's address (127.0.0.1)")
+    scorer.add_argument(
+        "--port", type=int, default=8090, help="health and metrics port (default 8090)"
+    )
+    scorer.add_argument("--log-level", default="info", choices=LOG_LEVELS)
     demo = commands.add_parser(
         "demo", help="the gateway in front of a demo model and judge: no key, no network"
     )
@@ -75,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args)
         if args.command == "migrate":
             return _migrate(args)
+        if args.command == "scorer":
+            return _scorer(args)
         return _serve(args)
     except ConfigError as exc:
         print(f"bias-gateway: config error: {exc}", file=sys.stderr)
@@ -106,8 +119,9 @@ def _serve(args: argparse.Namespace) -> int:
     log_level = args.log_level.upper()
     configure_logging(level=log_level)
     log_startup(settings, config=args.config, host=host, port=port, workers=args.workers)
-    # Records left pending by a previous run are marked dropped once, here, and not by
-    # each worker: a worker starting late would otherwise drop its siblings' live jobs.
+    # Records a previous run left pending are swept once, here, and not by each worker
+    # (work is resumed, a stream cut short is marked dropped): a worker starting late
+    # would otherwise take over its siblings' live jobs.
     # On PostgreSQL this runs the migrations once, before any worker starts.
     try:
         asyncio.run(_open_and_close(open_store(settings.store)))
@@ -150,6 +164,39 @@ def _serve(args: argparse.Namespace) -> int:
 async def _open_and_close(store: Store, *, sweep_pending: bool = True) -> None:
     await store.open(sweep_pending=sweep_pending)
     await store.close()
+
+
+def _scorer(args: argparse.Namespace) -> int:
+    import structlog
+    import uvicorn
+
+    from gateway.logs import configure_logging
+    from gateway.scorer import create_scorer_app
+    from gateway.startup import startup_fields
+
+    settings = load_settings(args.config) if args.config else settings_from_env()
+    _check_address(args.host, args.port)
+    log_level = args.log_level.upper()
+    configure_logging(level=log_level)
+    fields = startup_fields(settings, config=args.config)
+    structlog.get_logger("gateway.startup").info(
+        "bias scorer starting",
+        health=f"http://{args.host}:{args.port}",
+        **{name: fields[name] for name in ("version", "config", "judge_model", "store")},
+    )
+    config = uvicorn.Config(
+        create_scorer_app(settings),
+        host=args.host,
+        port=args.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=max(5, int(settings.queue.drain_deadline)),
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    return 0 if server.started else STARTUP_FAILURE
 
 
 def _migrate(args: argparse.Namespace) -> int:

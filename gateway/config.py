@@ -293,13 +293,23 @@ class StoreSettings(_Model):
 
 
 class QueueSettings(_Model):
-    """Monitor mode's backlog: responses waiting for a free judge slot."""
+    """Monitor mode's backlog: responses waiting for a free judge slot, held durably in
+    the store as pending work (`gateway.work`)."""
 
     size: Annotated[int, Field(ge=1)] = 1000
     drain_deadline: Annotated[float, Field(ge=0)] = 10.0
     # Seconds a monitored request waits for a place in a full queue before its
     # response is skipped as overloaded; 0 skips at once. See gateway.scoring.
     full_wait: Annotated[float, Field(ge=0)] = 0.0
+    # Who scores monitored responses: this process (`in_process`), or only
+    # `bias-gateway scorer` processes (`external`: the gateway enqueues and is done).
+    scorer: Literal["in_process", "external"] = "in_process"
+    # Work is claimed for this long and the claim renewed while it runs; a claim a
+    # dead process held lapses after it, and another process takes the work.
+    lease_seconds: Annotated[float, Field(gt=0)] = 30.0
+    # Claims of one piece of work that may lapse before it ends `error`
+    # (`attempts_exhausted`) instead of being tried again.
+    max_attempts: Annotated[int, Field(ge=1)] = 3
 
     @model_validator(mode="before")
     @classmethod

@@ -106,6 +106,7 @@ _ENV_TEMPLATE: dict[str, Any] = {
     },
     "api_keys": "${GATEWAY_API_KEYS:-}",
     "store": {"path": "${BIAS_STORE_PATH:-bias-scores.db}", "url": "${BIAS_STORE_URL:-}"},
+    "queue": {"scorer": "${BIAS_QUEUE_SCORER:-in_process}"},
     "server": {
         "host": "${GATEWAY_HOST:-127.0.0.1}",
         "port": "${GATEWAY_PORT:-8080}",

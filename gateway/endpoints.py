@@ -27,7 +27,6 @@ from gateway.state import Gateway
 from gateway.store import StoreError
 from gateway.streaming import SSEResponse
 from gateway.surfaces import Messages
-from guard.limits import JudgeLimiter
 
 __all__ = [
     "forwarded_url",
@@ -109,11 +108,7 @@ async def metrics_endpoint(request: Request) -> Response:
     """Prometheus text format; needs a key whenever keys are configured."""
     gateway = _gateway(request)
     gateway.auth.check(request.headers)
-    gateway.metrics.queue_depth.set(gateway.scoring.queue_depth)
-    gateway.metrics.scorings_in_flight.set(gateway.scoring.in_flight)
-    limiter = getattr(gateway.scoring.scorer.judge, "limiter", None)
-    if isinstance(limiter, JudgeLimiter):
-        gateway.metrics.judge_in_flight.set(limiter.stats.in_flight)
+    gateway.scoring.update_gauges()
     return Response(gateway.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 
@@ -152,7 +147,7 @@ async def score_lookup(request: Request) -> Response:
     record = await gateway.store.get(run_id)
     if record is None:
         raise NotFound(f"No bias score with run id `{run_id}`.", param="run_id")
-    return JSONResponse(record.to_dict())
+    return JSONResponse(record.public())
 
 
 async def passthrough(request: Request) -> Response:

@@ -21,6 +21,7 @@ class ScoreRequest:
     run_id: str
     policy: Policy
     mode: str
+    policy_name: str = "default"  # the key under `policies`, for a scorer elsewhere
     model: str | None = None
     api: str = "chat.completions"  # the surface the response came from (`gateway.surfaces`)
     key_name: str | None = None

@@ -175,6 +175,23 @@ class Metrics:
         self.dropped = Counter(
             "bias_dropped_total", "Scoring jobs dropped, by reason.", ["reason"], registry=registry
         )
+        self.work_claimed = Counter(
+            "bias_work_claimed_total",
+            "Pending scoring work claimed from the store (new, or left by a stopped process).",
+            registry=registry,
+        )
+        self.work_expired = Counter(
+            "bias_work_expired_total",
+            "Pending records ended for good: attempts_exhausted, gateway_lost.",
+            ["reason"],
+            registry=registry,
+        )
+        self.work_pending = Gauge(
+            "bias_work_pending",
+            "Scoring work pending in the store, as this process last counted it.",
+            registry=registry,
+            multiprocess_mode="mostrecent",
+        )
         self.pruned = Counter(
             "bias_store_pruned_total",
             "Records and cache entries pruned for being older than store.retention_days.",

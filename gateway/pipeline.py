@@ -119,6 +119,7 @@ class ScoredEndpoint:
             # Only a scored response needs a run id; skipping uuid4() keeps it off the plain path.
             run_id=str(uuid.uuid4()) if sampled else "",
             policy=policy,
+            policy_name=policy_name,
             mode=mode,
             model=parsed.model,
             api=self.surface.name,

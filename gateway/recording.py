@@ -51,7 +51,18 @@ class Recorder:
         self.judge_model = judge_model
         self.scale = scale
 
-    def store_outcome(self, request: ScoreRequest, outcome: Outcome, texts: list[str]) -> None:
+    def store_outcome(
+        self,
+        request: ScoreRequest,
+        outcome: Outcome,
+        texts: list[str],
+        *,
+        work: dict[str, Any] | None = None,
+        lease: tuple[str, float] | None = None,
+        attempts: int = 0,
+    ) -> None:
+        """Store what `outcome` says of `request`. A pending record may carry `work` and
+        a `lease` (worker, until); a final one carries neither, which erases them."""
         capture = self.capture_content
         calls, tokens = cost_of(outcome.result)
         self.store.submit(
@@ -79,6 +90,10 @@ class Recorder:
                 prompt=request.prompt if capture else None,
                 completion="\n\n".join(texts) if capture and texts else None,
                 updated_at=time.time(),
+                work=work,
+                attempts=attempts,
+                leased_by=lease[0] if lease else None,
+                lease_until=lease[1] if lease else None,
             )
         )
 

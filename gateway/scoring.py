@@ -9,8 +9,12 @@ out 429s for all of them.
 
 Every scored request ends in exactly one final status in the store: `scored`,
 `error`, `skipped` or `dropped`. A monitor job is stored as `pending` when it
-is accepted, so a client polling its run id sees it, and a crash leaves a
-`pending` row that the next start marks `dropped`.
+is accepted, with the work a scorer needs and a lease held by this process
+(`gateway.work`), so a client polling its run id sees it and a crash, or a stop
+past the drain deadline, leaves work that is scored later instead of lost.
+With `queue.scorer: external` the job is only stored, unleased, for
+`bias-gateway scorer` processes; work they or a dead process left comes into
+this queue through `accept` (`gateway.claims`).
 
 A full queue skips the response (`overloaded`) unless `queue.full_wait` is set.
 Then a monitored request reserves room before it goes upstream, waiting up to
@@ -43,6 +47,7 @@ from gateway.metrics import Metrics
 from gateway.recording import Recorder
 from gateway.store import Store
 from gateway.telemetry import Telemetry
+from gateway.work import work_for, worker_id
 from guard import BiasScorer, limits
 from guard.outputs import valid_text
 
@@ -71,8 +76,14 @@ class Scoring:
         max_text_chars: int | None = None,
         enforce_deadline: float | None = None,
         reason: ReasonMode = "inline",
+        external: bool = False,
+        lease_seconds: float = 30.0,
+        worker: str | None = None,
     ) -> None:
         self.scorer = scorer
+        self.external = external  # monitor jobs are stored for scorer processes only
+        self.lease_seconds = lease_seconds
+        self.worker = worker or worker_id()
         self.enforce_deadline = enforce_deadline
         self.max_text_chars = max_text_chars
         self.reason: ReasonMode = reason
@@ -103,8 +114,10 @@ class Scoring:
         self._jobs: set[asyncio.Task[None]] = set()
         self._background: dict[asyncio.Task[Outcome], ScoreRequest] = {}
         self._overload_log = _Throttle(seconds=1.0)
+        self._freed = asyncio.Event()  # a job left the queue: room for claimed work
         self.skipped_overloaded = 0
         self.dropped = 0
+        self.left_pending = 0  # monitor jobs unfinished at shutdown, kept as work
 
     @property
     def queue_depth(self) -> int:
@@ -114,6 +127,25 @@ class Scoring:
     def in_flight(self) -> int:
         """Monitor scorings running now."""
         return len(self._jobs)
+
+    def update_gauges(self) -> None:
+        """Set the gauges a scrape reads: queue depth, scorings and judge calls in flight."""
+        self.metrics.queue_depth.set(self.queue_depth)
+        self.metrics.scorings_in_flight.set(self.in_flight)
+        limiter = getattr(self.scorer.judge, "limiter", None)
+        if isinstance(limiter, limits.JudgeLimiter):
+            self.metrics.judge_in_flight.set(limiter.stats.in_flight)
+
+    def room(self) -> int:
+        """How many more jobs the queue takes now (0 while every place is reserved)."""
+        if self._room.locked():
+            return 0
+        return self._queue.maxsize - self._queue.qsize()
+
+    async def wait_for_room(self) -> None:
+        while self.room() == 0:
+            self._freed.clear()
+            await self._freed.wait()
 
     def start(self) -> None:
         self._dispatcher = asyncio.create_task(self._dispatch(), name="bias-scoring-dispatcher")
@@ -221,7 +253,12 @@ class Scoring:
     def reserves(self, request: ScoreRequest) -> bool:
         """Whether `reservation` holds a place for `request`: a sampled monitor job,
         with `queue.full_wait` set (without it, `submit` finds out)."""
-        return self.full_wait > 0 and request.mode == "monitor" and bool(request.run_id)
+        return (
+            self.full_wait > 0
+            and not self.external
+            and request.mode == "monitor"
+            and bool(request.run_id)
+        )
 
     async def _admit(self, request: ScoreRequest) -> bool:
         if self._room.locked():
@@ -253,8 +290,14 @@ class Scoring:
         return self.skip(request, "overloaded")
 
     def submit(self, request: ScoreRequest, texts: list[str]) -> Outcome:
-        """Queue a monitor-mode job; a full queue records `skipped` (overloaded)."""
+        """Queue a monitor-mode job, stored as pending work; a full queue records `skipped`
+        (overloaded). With an external scorer the store is the queue: never full."""
         texts = self._judged_texts(request, texts)
+        outcome = Outcome(request.run_id, "pending")
+        work = work_for(request, texts)
+        if self.external:
+            self.recorder.store_outcome(request, outcome, texts, work=work)
+            return outcome
         try:
             # Never full for a job that holds a place: places and queue have the same size.
             self._queue.put_nowait((request, texts, request.holds_room))
@@ -262,9 +305,23 @@ class Scoring:
             return self.overloaded(request)
         request.holds_room = False  # the place goes with the job; the dispatcher frees it
         self.metrics.queue_depth.set(self._queue.qsize())
-        outcome = Outcome(request.run_id, "pending")
-        self.recorder.store_outcome(request, outcome, texts)
+        self.recorder.store_outcome(
+            request, outcome, texts, work=work, lease=self._lease(), attempts=1
+        )
         return outcome
+
+    async def accept(self, request: ScoreRequest, texts: list[str]) -> bool:
+        """Queue work claimed from the store (its lease already taken). False when the
+        queue has no room after all: the claim then lapses and the work comes back."""
+        if self.room() == 0:
+            return False
+        await self._room.acquire()  # free (room() checked it), so this does not wait
+        self._queue.put_nowait((request, texts, True))
+        self.metrics.queue_depth.set(self._queue.qsize())
+        return True
+
+    def _lease(self) -> tuple[str, float]:
+        return self.worker, time.time() + self.lease_seconds
 
     def skip(self, request: ScoreRequest, reason: str) -> Outcome:
         self._release(request)
@@ -274,9 +331,11 @@ class Scoring:
         return outcome
 
     def mark_pending(self, request: ScoreRequest) -> Outcome:
-        """Record a run that will be queued later (a stream still in flight)."""
+        """Record a run that will be queued later (a stream still in flight). The lease
+        marks it this process's: should the process die first, it lapses and the run
+        ends `dropped` (`gateway_lost`), there being no text to score."""
         outcome = Outcome(request.run_id, "pending")
-        self.recorder.store_outcome(request, outcome, [])
+        self.recorder.store_outcome(request, outcome, [], lease=self._lease())
         return outcome
 
     def spawn(self, request: ScoreRequest, texts: list[str]) -> asyncio.Task[Outcome]:
@@ -308,6 +367,7 @@ class Scoring:
                 raise
             if holds_room:
                 self._room.release()
+            self._freed.set()
             self.metrics.queue_depth.set(self._queue.qsize())
             task = asyncio.create_task(self._run_job(request, texts))
             self._jobs.add(task)
@@ -317,7 +377,7 @@ class Scoring:
         try:
             await self._score(request, texts)
         except asyncio.CancelledError:
-            self._drop(request, "shutdown")
+            self.left_pending += 1  # its work stays in the store (`drain` gives the lease back)
             raise
         except Exception:  # a scorer bug must not stop the others
             log.exception("scoring failed unexpectedly", run_id=request.run_id)
@@ -328,7 +388,9 @@ class Scoring:
             self._queue.task_done()
 
     async def drain(self, deadline: float) -> None:
-        """Finish queued jobs for up to `deadline` seconds; record the rest as dropped."""
+        """Finish queued jobs for up to `deadline` seconds. Monitor work still unfinished
+        stays pending in the store, its leases given back; enforce scorings and
+        deferred explanations still running are recorded as dropped."""
         started = time.monotonic()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), timeout=deadline)
@@ -347,18 +409,36 @@ class Scoring:
                 self._drop(request, "shutdown")
         running = [*self._jobs, *([self._dispatcher] if self._dispatcher else [])]
         for job in running:
-            job.cancel()  # a running job records itself dropped
+            job.cancel()  # a running job's work stays pending
         await asyncio.gather(*running, return_exceptions=True)
         self._dispatcher = None
         while not self._queue.empty():
-            request, _, holds_room = self._queue.get_nowait()
+            _, _, holds_room = self._queue.get_nowait()
             self._queue.task_done()
             if holds_room:
                 self._room.release()
-            self._drop(request, "shutdown")
+            self.left_pending += 1
         self.metrics.queue_depth.set(0)
+        await self._release_leases()
         if self.dropped:
             log.warning("scoring jobs dropped at shutdown", dropped=self.dropped)
+
+    async def _release_leases(self) -> None:
+        """Unfinished monitor work stays pending in the store; its leases go back, so
+        the next start (or another process) scores it without waiting for them to lapse."""
+        store = self.recorder.store
+        try:
+            await store.flush()  # a pending write still queued must land before its release
+            released = await store.release(self.worker)
+        except Exception:  # the leases then lapse on their own: lateness, not loss
+            log.exception("could not give back the leases of unfinished scorings")
+            return
+        if self.left_pending or released:
+            log.warning(
+                "scorings left pending at shutdown; they are scored after a restart",
+                left_pending=self.left_pending,
+                leases_released=released,
+            )
 
     def _drop(self, request: ScoreRequest, reason: str) -> None:
         self._release(request)

@@ -10,6 +10,7 @@ from typing import Any
 import structlog
 
 from gateway.config import Settings
+from gateway.store import redacted_url
 from gateway.telemetry import exporter_name
 
 __all__ = ["log_startup", "startup_fields"]
@@ -46,7 +47,12 @@ def startup_fields(
         "judge_endpoint": "litellm's default for the provider"
         if via_litellm
         else settings.judge_base_url(),
-        "store": str(Path(settings.store.path).resolve()),
+        "store": (
+            redacted_url(settings.store.url.get_secret_value())
+            if settings.store.url is not None
+            else str(Path(settings.store.path).resolve())
+        ),
+        "scorer": settings.queue.scorer,
         "exporter": exporter_name(settings.telemetry, env),
         "keys": {
             "upstream": _set(settings.upstream.api_key),

@@ -45,4 +45,35 @@ class Store(Protocol):
 
     async def ping(self) -> None: ...
 
+    # Durable scoring work (`gateway.work`): pending records that carry `work`.
+
+    async def claim(
+        self, worker: str, *, limit: int, lease_seconds: float, max_attempts: int
+    ) -> list[ScoreRecord]:
+        """Lease up to `limit` records of unclaimed (or lapsed) work, oldest first."""
+        ...
+
+    async def renew(self, worker: str, *, lease_seconds: float) -> int:
+        """Extend every lease `worker` holds; returns how many."""
+        ...
+
+    async def release(self, worker: str) -> int:
+        """Give back `worker`'s leases on work, the attempt unspent; returns how many."""
+        ...
+
+    async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:
+        """End what lapsed for good, as (run_id, reason): work leased `max_attempts`
+        times (`attempts_exhausted`), a workless pending record (`gateway_lost`)."""
+        ...
+
+    async def pending_work(self) -> int: ...
+
+    async def listen(self) -> None:
+        """Start hearing about new work (PostgreSQL: LISTEN); SQLite: nothing."""
+        ...
+
+    async def wait_for_work(self, timeout: float) -> None:
+        """Return when new work is announced, or after `timeout` seconds."""
+        ...
+
     async def close(self) -> None: ...

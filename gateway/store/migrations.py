@@ -8,7 +8,8 @@ transaction-scoped advisory lock, and each reads what is applied only once it
 holds the lock. A database whose schema is newer than this gateway knows is
 refused rather than written with an older idea of it.
 
-Version 1 is the schema as it stood when versions began. An SQLite file from
+Version 1 is the schema as it stood when versions began; version 2 adds the
+durable scoring work (`gateway.work`). An SQLite file from
 before then (it has `scores` but no `schema_migrations`) is brought up to it by
 adding the columns it lacks.
 """
@@ -120,6 +121,38 @@ def _sqlite_v1(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE scores ADD COLUMN {name} {declaration}")
 
 
+# Version 2: durable monitor work. A pending record holds what a scorer needs
+# (`work`), and a claim on it is a lease; the partial index serves the claim,
+# the lease sweep and the heartbeat, which all look at pending records only.
+_WORK_COLUMNS = (
+    ("work", "TEXT"),
+    ("attempts", "INTEGER NOT NULL DEFAULT 0"),
+    ("lease_until", "{real}"),
+    ("leased_by", "TEXT"),
+)
+_PENDING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS scores_pending ON scores (created_at) WHERE status = 'pending'"
+)
+
+
+def _sqlite_v2(conn: sqlite3.Connection) -> None:
+    present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
+    for name, declaration in _WORK_COLUMNS:
+        if name not in present:
+            conn.execute(f"ALTER TABLE scores ADD COLUMN {name} {declaration.format(real='REAL')}")
+    conn.execute(_PENDING_INDEX)
+
+
+_POSTGRES_V2 = (
+    "".join(
+        f"ALTER TABLE scores ADD COLUMN IF NOT EXISTS {name}"
+        f" {declaration.format(real='DOUBLE PRECISION')};"
+        for name, declaration in _WORK_COLUMNS
+    )
+    + _PENDING_INDEX
+)
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -130,6 +163,7 @@ class Migration:
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "scores and score_cache", _sqlite_v1, _POSTGRES_V1),
+    Migration(2, "durable scoring work: work, attempts, lease", _sqlite_v2, _POSTGRES_V2),
 )
 
 _LEDGER = (

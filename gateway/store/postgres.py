@@ -6,9 +6,9 @@ records a transaction; a batch that fails is retried record by record, so one
 bad record is all that is lost. Reads go through the same small pool.
 
 Several replicas start at once safely: migrations run under an advisory lock
-(`gateway.store.migrations`). Unlike SQLite, a starting replica never marks
-`pending` records dropped: on a shared database they may be other replicas'
-live work.
+(`gateway.store.migrations`). Unlike SQLite, a starting replica never sweeps
+`pending` records: on a shared database they may be other replicas' live
+work. Work a dead process held comes back when its lease lapses (`expire`).
 
 The driver is asyncpg; see the README ("Running several gateways") for the
 measurement behind the choice.
@@ -30,22 +30,51 @@ from gateway.store.records import (
     CacheEntry,
     ScoreRecord,
     StoreError,
+    WorkSQL,
     batch_rows,
     check_record,
     record_from_row,
     record_row,
+    upsert_sql,
 )
 from guard.outputs import valid_text
 
-__all__ = ["PostgresStore", "redacted_url"]
+__all__ = ["WORK_CHANNEL", "PostgresStore", "redacted_url"]
 
 logger = logging.getLogger("gateway.store")
 
-_UPSERT = (
-    f"INSERT INTO scores ({', '.join(COLUMNS)})"
-    f" VALUES ({', '.join(f'${n}' for n in range(1, len(COLUMNS) + 1))})"
-    " ON CONFLICT (run_id) DO UPDATE SET "
-    + ", ".join(f"{name} = excluded.{name}" for name in COLUMNS if name != "run_id")
+_UPSERT = upsert_sql([f"${n}" for n in range(1, len(COLUMNS) + 1)], greatest="GREATEST")
+# New work wakes idle scorers: a NOTIFY in the transaction that stores it, delivered
+# on commit to every session LISTENing (`wait_for_work`).
+WORK_CHANNEL = "bias_work"
+_WORK_SQL = WorkSQL(
+    # SKIP LOCKED: claimers running at once each take other rows instead of queueing on
+    # one another's; one UPDATE ... RETURNING costs one round trip, 1.7-2.2x cheaper
+    # than SELECT then UPDATE (bench/results/store-drivers-2026-12-01-1315.md).
+    claim=(
+        "UPDATE scores SET lease_until = $1, leased_by = $2, attempts = attempts + 1"
+        " WHERE run_id IN (SELECT run_id FROM scores WHERE status = 'pending'"
+        " AND work IS NOT NULL AND (lease_until IS NULL OR lease_until < $3) AND attempts < $4"
+        f" ORDER BY created_at LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING {', '.join(COLUMNS)}"
+    ),
+    renew="UPDATE scores SET lease_until = $1 WHERE leased_by = $2 AND status = 'pending'",
+    release=(
+        "UPDATE scores SET lease_until = NULL, leased_by = NULL,"
+        " attempts = GREATEST(attempts - 1, 0)"
+        " WHERE leased_by = $1 AND status = 'pending' AND work IS NOT NULL"
+    ),
+    exhausted=(
+        "UPDATE scores SET status = 'error', status_reason = 'attempts_exhausted', work = NULL,"
+        " lease_until = NULL, leased_by = NULL, updated_at = $1 WHERE status = 'pending'"
+        " AND work IS NOT NULL AND attempts >= $2 AND (lease_until IS NULL OR lease_until < $3)"
+        " RETURNING run_id"
+    ),
+    lost=(
+        "UPDATE scores SET status = 'dropped', status_reason = 'gateway_lost',"
+        " lease_until = NULL, leased_by = NULL, updated_at = $1 WHERE status = 'pending'"
+        " AND work IS NULL AND lease_until < $2 RETURNING run_id"
+    ),
+    pending="SELECT COUNT(*) FROM scores WHERE status = 'pending' AND work IS NOT NULL",
 )
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM scores WHERE run_id = $1"
 # A re-judged key takes a new, highest seq, as in the SQLite engine.
@@ -74,6 +103,16 @@ _PRUNE_CACHE = (
     "DELETE FROM score_cache WHERE seq IN"
     " (SELECT seq FROM score_cache WHERE stored_at < $1 LIMIT $2)"
 )
+
+
+def _count(tag: str) -> int:
+    """The row count of asyncpg's command tag ("UPDATE 3")."""
+    return int(tag.split()[-1])
+
+
+def _unclaimed_work(record: ScoreRecord) -> bool:
+    """Work no process has leased: an external scorer's to take."""
+    return record.status == "pending" and record.work is not None and record.leased_by is None
 
 
 def redacted_url(url: str) -> str:
@@ -129,6 +168,8 @@ class PostgresStore:
         self._writer: asyncio.Task[None] | None = None
         self._cache_limit: int | None = None
         self._state: Literal["new", "running", "closed"] = "new"
+        self._listener: Any = None  # a connection of its own, outside the pool
+        self._woken = asyncio.Event()
 
     def describe(self) -> str:
         return redacted_url(self._url)
@@ -228,8 +269,69 @@ class PostgresStore:
         async with self._pool.acquire() as conn, conn.transaction():
             records = await conn.execute(_PRUNE_RECORDS, before, batch)
             entries = await conn.execute(_PRUNE_CACHE, before, batch)
-        # asyncpg answers a DELETE with its command tag: "DELETE <count>".
-        return int(records.split()[-1]) + int(entries.split()[-1])
+        return _count(records) + _count(entries)
+
+    # -- durable work (`gateway.work`) ----------------------------------------------
+
+    async def claim(
+        self, worker: str, *, limit: int, lease_seconds: float, max_attempts: int
+    ) -> list[ScoreRecord]:
+        self._require()
+        now = time.time()
+        rows = await self._pool.fetch(
+            _WORK_SQL.claim, now + lease_seconds, worker, now, max_attempts, limit
+        )
+        return sorted((record_from_row(row) for row in rows), key=lambda r: r.created_at)
+
+    async def renew(self, worker: str, *, lease_seconds: float) -> int:
+        self._require()
+        until = time.time() + lease_seconds
+        return _count(await self._pool.execute(_WORK_SQL.renew, until, worker))
+
+    async def release(self, worker: str) -> int:
+        self._require()
+        return _count(await self._pool.execute(_WORK_SQL.release, worker))
+
+    async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:
+        self._require()
+        now = time.time()
+        async with self._pool.acquire() as conn, conn.transaction():
+            exhausted = await conn.fetch(_WORK_SQL.exhausted, now, max_attempts, now)
+            lost = await conn.fetch(_WORK_SQL.lost, now, now)
+        return [(row[0], "attempts_exhausted") for row in exhausted] + [
+            (row[0], "gateway_lost") for row in lost
+        ]
+
+    async def pending_work(self) -> int:
+        self._require()
+        count: int = await self._pool.fetchval(_WORK_SQL.pending)
+        return count
+
+    async def listen(self) -> None:
+        """LISTEN for new work on a connection of its own; `wait_for_work` then wakes
+        as soon as any gateway commits work. A failure leaves `wait_for_work` polling."""
+        import asyncpg
+
+        self._require()
+        if self._listener is not None and not self._listener.is_closed():
+            return
+        try:
+            self._listener = await asyncpg.connect(self._url)
+            await self._listener.add_listener(WORK_CHANNEL, self._on_work)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            logger.warning("cannot LISTEN on %s (%s); polling for work", self.describe(), exc)
+            self._listener = None
+
+    def _on_work(self, *_: object) -> None:
+        self._woken.set()
+
+    async def wait_for_work(self, timeout: float) -> None:
+        """Until new work is announced, or `timeout` seconds."""
+        if self._listener is None or self._listener.is_closed():
+            await self.listen()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._woken.wait(), timeout)
+        self._woken.clear()
 
     async def ping(self) -> None:
         """Raise `StoreError` unless the database answers."""
@@ -238,7 +340,14 @@ class PostgresStore:
         self._require()
         try:
             await self._pool.fetchval("SELECT 1", timeout=5)
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        # InternalClientError: a pooled connection the server ended while a query ran on it.
+        except (
+            OSError,
+            TimeoutError,
+            asyncpg.PostgresError,
+            asyncpg.InterfaceError,
+            asyncpg.InternalClientError,
+        ) as exc:
             raise StoreError(f"score store {self.describe()} does not answer: {exc}") from exc
 
     async def close(self) -> None:
@@ -249,6 +358,10 @@ class PostgresStore:
         if self._writer is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(self._writer)
+        if self._listener is not None:
+            listener, self._listener = self._listener, None
+            with contextlib.suppress(Exception):  # closing: a dead connection is fine
+                await listener.close()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
@@ -303,10 +416,11 @@ class PostgresStore:
         rows, entries = batch_rows(items, _to_row)
         if not rows and not entries:
             return
+        wake = any(isinstance(item, ScoreRecord) and _unclaimed_work(item) for item in items)
         if len(rows) + len(entries) == 1:
-            await self._commit(rows, entries, log_failure=True)
+            await self._commit(rows, entries, log_failure=True, wake=wake)
             return
-        if await self._commit(rows, entries, log_failure=False):
+        if await self._commit(rows, entries, log_failure=False, wake=wake):
             return
         logger.warning(
             "a batch of %d score records and %d cache entries failed; storing them one by one",
@@ -314,7 +428,7 @@ class PostgresStore:
             len(entries),
         )
         for row in rows:
-            await self._commit([row], [], log_failure=True)
+            await self._commit([row], [], log_failure=True, wake=wake)
         for entry in entries:
             await self._commit([], [entry], log_failure=True)
 
@@ -324,11 +438,14 @@ class PostgresStore:
         entries: list[tuple[str, str, float]],
         *,
         log_failure: bool,
+        wake: bool = False,
     ) -> bool:
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 if rows:
                     await conn.executemany(_UPSERT, rows)
+                if wake:
+                    await conn.execute(f"NOTIFY {WORK_CHANNEL}")
                 if entries:
                     await conn.executemany(_CACHE_PUT, entries)
                     if self._cache_limit is not None:

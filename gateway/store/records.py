@@ -20,11 +20,13 @@ __all__ = [
     "ScoreRecord",
     "Status",
     "StoreError",
+    "WorkSQL",
     "batch_rows",
     "check_record",
     "json_text",
     "record_from_row",
     "record_row",
+    "upsert_sql",
 ]
 
 Status = Literal["pending", "scored", "error", "skipped", "dropped"]
@@ -67,10 +69,21 @@ class ScoreRecord:
     prompt: str | None = None
     completion: str | None = None
     updated_at: float | None = None
+    # Durable monitor work (`gateway.work`): what a scorer needs, held while `pending`.
+    work: dict[str, Any] | None = None
+    attempts: int = 0  # claims of the work so far; never lowered by a write
+    lease_until: float | None = None  # epoch seconds; the claim lapses after
+    leased_by: str | None = None  # the worker id holding the claim
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready values (`result` is deep-copied)."""
         return dataclasses.asdict(self)
+
+    def public(self) -> dict[str, Any]:
+        """`to_dict()` without the held work: it carries the judged text."""
+        data = self.to_dict()
+        del data["work"]
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +96,9 @@ class CacheEntry:
 
 COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
 BOOL_COLUMNS = frozenset({"stream", "partial", "truncated"})
-REAL_COLUMNS = frozenset({"created_at", "updated_at", "score"})
-INT_COLUMNS = frozenset({"judge_calls", "judge_tokens"})
-JSON_COLUMNS = frozenset({"result"})
+REAL_COLUMNS = frozenset({"created_at", "updated_at", "score", "lease_until"})
+INT_COLUMNS = frozenset({"judge_calls", "judge_tokens", "attempts"})
+JSON_COLUMNS = frozenset({"result", "work"})
 
 
 def batch_rows(
@@ -149,6 +162,44 @@ def check_record(record: ScoreRecord) -> ScoreRecord:
     if not isinstance(record.run_id, str):
         raise TypeError(f"run_id must be a str, not {type(record.run_id).__name__}")
     return dataclasses.replace(record)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkSQL:
+    """An engine's statements for durable work (`gateway.work`), in its own dialect.
+
+    - `claim`: lease up to n unleased (or lapsed) pending records with work, oldest first.
+    - `renew`: extend every lease a worker holds (its heartbeat).
+    - `release`: give a worker's leases back untried (a graceful stop: no attempt spent).
+    - `exhausted`: end work whose lease lapsed `max_attempts` times as `error`.
+    - `lost`: end a pending record without work (a stream in flight) whose lease lapsed.
+    - `pending`: how much work waits or runs.
+    """
+
+    claim: str
+    renew: str
+    release: str
+    exhausted: str
+    lost: str
+    pending: str
+
+
+def upsert_sql(placeholders: list[str], *, greatest: str) -> str:
+    """The one write of a record, for either engine: insert, or update a record that is
+    not final yet. A final status is written once: a late or duplicate write (a
+    scorer whose lease lapsed, a retry) leaves it as it is, except that a score
+    waiting for its deferred explanation takes that explanation. `attempts` only
+    grows (`greatest` is the engine's two-argument maximum)."""
+    updates = [
+        f"{name} = excluded.{name}" for name in COLUMNS if name not in ("run_id", "attempts")
+    ]
+    updates.append(f"attempts = {greatest}(scores.attempts, excluded.attempts)")
+    return (
+        f"INSERT INTO scores ({', '.join(COLUMNS)}) VALUES ({', '.join(placeholders)})"
+        f" ON CONFLICT (run_id) DO UPDATE SET {', '.join(updates)}"
+        " WHERE scores.status = 'pending'"
+        " OR (scores.reason_status = 'pending' AND excluded.status = scores.status)"
+    )
 
 
 def json_text(value: Any) -> str:

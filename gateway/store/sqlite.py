@@ -30,9 +30,10 @@ import queue
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from gateway.store.migrations import migrate_sqlite
 from gateway.store.records import (
@@ -41,16 +42,19 @@ from gateway.store.records import (
     CacheEntry,
     ScoreRecord,
     StoreError,
+    WorkSQL,
     batch_rows,
     check_record,
     record_from_row,
     record_row,
+    upsert_sql,
 )
 from guard.outputs import valid_text
 
 __all__ = ["SQLiteStore", "ScoreStore"]
 
 logger = logging.getLogger("gateway.store")
+_T = TypeVar("_T")
 
 _BUSY_TIMEOUT_MS = 5000
 # REPLACE gives a re-judged key a new, highest seq, so seq order is insertion order
@@ -62,11 +66,7 @@ _CACHE_LOAD = (
     " (SELECT seq, key, result FROM score_cache ORDER BY seq DESC LIMIT ?) ORDER BY seq"
 )
 
-_UPSERT = (
-    f"INSERT INTO scores ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
-    " ON CONFLICT (run_id) DO UPDATE SET "
-    + ", ".join(f"{name} = excluded.{name}" for name in COLUMNS if name != "run_id")
-)
+_UPSERT = upsert_sql(["?"] * len(COLUMNS), greatest="max")
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM scores WHERE run_id = ?"
 # Bounded batches through the created_at index; pending records are never pruned.
 _PRUNE_RECORDS = (
@@ -76,9 +76,40 @@ _PRUNE_RECORDS = (
 _PRUNE_CACHE = (
     "DELETE FROM score_cache WHERE seq IN (SELECT seq FROM score_cache WHERE stored_at < ? LIMIT ?)"
 )
+# At start, a single gateway owns the file's pending records: those without work (a
+# stream cut by the crash) cannot be scored; those with work are resumed.
 _DROP_PENDING = (
-    "UPDATE scores SET status = 'dropped', status_reason = 'gateway_restarted', updated_at = ?"
-    " WHERE status = 'pending'"
+    "UPDATE scores SET status = 'dropped', status_reason = 'gateway_restarted', updated_at = ?,"
+    " lease_until = NULL, leased_by = NULL WHERE status = 'pending' AND work IS NULL"
+)
+_RESUME_PENDING = (
+    "UPDATE scores SET lease_until = NULL, leased_by = NULL"
+    " WHERE status = 'pending' AND work IS NOT NULL"
+)
+_WORK_SQL = WorkSQL(
+    claim=(
+        "UPDATE scores SET lease_until = ?, leased_by = ?, attempts = attempts + 1"
+        " WHERE run_id IN (SELECT run_id FROM scores WHERE status = 'pending'"
+        " AND work IS NOT NULL AND (lease_until IS NULL OR lease_until < ?) AND attempts < ?"
+        f" ORDER BY created_at LIMIT ?) RETURNING {', '.join(COLUMNS)}"
+    ),
+    renew="UPDATE scores SET lease_until = ? WHERE leased_by = ? AND status = 'pending'",
+    release=(
+        "UPDATE scores SET lease_until = NULL, leased_by = NULL, attempts = max(attempts - 1, 0)"
+        " WHERE leased_by = ? AND status = 'pending' AND work IS NOT NULL"
+    ),
+    exhausted=(
+        "UPDATE scores SET status = 'error', status_reason = 'attempts_exhausted', work = NULL,"
+        " lease_until = NULL, leased_by = NULL, updated_at = ? WHERE status = 'pending'"
+        " AND work IS NOT NULL AND attempts >= ? AND (lease_until IS NULL OR lease_until < ?)"
+        " RETURNING run_id"
+    ),
+    lost=(
+        "UPDATE scores SET status = 'dropped', status_reason = 'gateway_lost',"
+        " lease_until = NULL, leased_by = NULL, updated_at = ? WHERE status = 'pending'"
+        " AND work IS NULL AND lease_until < ? RETURNING run_id"
+    ),
+    pending="SELECT COUNT(*) FROM scores WHERE status = 'pending' AND work IS NOT NULL",
 )
 
 
@@ -141,13 +172,17 @@ class SQLiteStore:
         self._reader: sqlite3.Connection | None = None
         self._read_lock = threading.Lock()
         self._cache_limit: int | None = None
+        self._work: sqlite3.Connection | None = None  # claims, leases: their own connection
+        self._work_lock = threading.Lock()
 
     def start(self, *, sweep_pending: bool = True) -> None:
-        """Open the file, create the schema, and mark the last run's pending records dropped.
+        """Open the file, migrate it, and sweep what the last run left pending: a record
+        with work loses its lease, so it is scored again at once (`gateway.work`); one
+        without (a stream cut short) is marked dropped, `gateway_restarted`.
 
         With several worker processes on one file, only the parent sweeps
-        (`sweep_pending=False` in the workers): a worker starting late would
-        otherwise drop its siblings' live jobs.
+        (`sweep_pending=False` in the workers, and in scorer processes): a
+        process starting late would otherwise take its siblings' live jobs.
         """
         with self._lock:
             if self._state != "new":
@@ -166,9 +201,10 @@ class SQLiteStore:
                     raise StoreError(f"score store {self._path}: WAL mode unavailable ({mode})")
                 writer.execute("PRAGMA synchronous = NORMAL")
                 migrate_sqlite(writer)
-                dropped = (
-                    writer.execute(_DROP_PENDING, (time.time(),)).rowcount if sweep_pending else 0
-                )
+                dropped = resumed = 0
+                if sweep_pending:
+                    dropped = writer.execute(_DROP_PENDING, (time.time(),)).rowcount
+                    resumed = writer.execute(_RESUME_PENDING).rowcount
                 reader = _connect(self._path)
                 reader.execute("PRAGMA query_only = ON")
             except (OSError, sqlite3.Error) as exc:
@@ -184,6 +220,8 @@ class SQLiteStore:
                 logger.warning(
                     "marked %d pending score records dropped (gateway_restarted)", dropped
                 )
+            if resumed:
+                logger.warning("resuming %d pending scorings left by the last run", resumed)
             self._reader = reader
             self._thread = threading.Thread(
                 target=self._run, args=(writer,), name="gateway-store-writer", daemon=True
@@ -312,6 +350,76 @@ class SQLiteStore:
             raise RuntimeError(f"the score store is {self._state_word()}")
         return await asyncio.to_thread(delete)
 
+    # Durable work (`gateway.work`): each call one short write transaction of its own.
+
+    async def claim(
+        self, worker: str, *, limit: int, lease_seconds: float, max_attempts: int
+    ) -> list[ScoreRecord]:
+        now = time.time()
+        rows = await self._work_write(
+            _WORK_SQL.claim, (now + lease_seconds, worker, now, max_attempts, limit)
+        )
+        return sorted((record_from_row(row) for row in rows), key=lambda r: r.created_at)
+
+    async def renew(self, worker: str, *, lease_seconds: float) -> int:
+        return await self._work_count(_WORK_SQL.renew, (time.time() + lease_seconds, worker))
+
+    async def release(self, worker: str) -> int:
+        return await self._work_count(_WORK_SQL.release, (worker,))
+
+    async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:
+        now = time.time()
+
+        def sweep(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+            exhausted = conn.execute(_WORK_SQL.exhausted, (now, max_attempts, now)).fetchall()
+            lost = conn.execute(_WORK_SQL.lost, (now, now)).fetchall()
+            return [(row[0], "attempts_exhausted") for row in exhausted] + [
+                (row[0], "gateway_lost") for row in lost
+            ]
+
+        return await asyncio.to_thread(self._in_work_transaction, sweep)
+
+    async def pending_work(self) -> int:
+        def read() -> int:
+            with self._read_lock:
+                (count,) = self._require_reader().execute(_WORK_SQL.pending).fetchone()
+            return int(count)
+
+        return await asyncio.to_thread(read)
+
+    async def listen(self) -> None:
+        """SQLite has no notifications: `wait_for_work` sleeps its timeout."""
+
+    async def wait_for_work(self, timeout: float) -> None:
+        await asyncio.sleep(timeout)
+
+    async def _work_write(self, sql: str, args: tuple[object, ...]) -> list[tuple[object, ...]]:
+        return await asyncio.to_thread(
+            self._in_work_transaction, lambda conn: conn.execute(sql, args).fetchall()
+        )
+
+    async def _work_count(self, sql: str, args: tuple[object, ...]) -> int:
+        return await asyncio.to_thread(
+            self._in_work_transaction, lambda conn: int(conn.execute(sql, args).rowcount)
+        )
+
+    def _in_work_transaction(self, step: Callable[[sqlite3.Connection], _T]) -> _T:
+        with self._work_lock:
+            if self._state != "running":
+                raise RuntimeError(f"the score store is {self._state_word()}")
+            if self._work is None:
+                self._work = _connect(self._path)
+            conn = self._work
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = step(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+            return result
+
     def counts(self) -> dict[str, int]:
         """Committed records per status, every known status included (0 if none)."""
         counts = dict.fromkeys(sorted(STATUSES), 0)
@@ -339,6 +447,10 @@ class SQLiteStore:
             if self._reader is not None:
                 self._reader.close()
                 self._reader = None
+        with self._work_lock:
+            if self._work is not None:
+                self._work.close()
+                self._work = None
 
     # The writer thread.
 

@@ -43,6 +43,7 @@ FULL_ENV = {
     "GATEWAY_PORT": "9090",
     "BIAS_STORE_PATH": "/tmp/scores.db",
     "BIAS_STORE_URL": "postgresql://gw:pw-0123456789@127.0.0.1:5432/scores",
+    "BIAS_QUEUE_SCORER": "external",
     "GATEWAY_HOST": "0.0.0.0",
 }
 
@@ -227,6 +228,7 @@ def test_shipped_config_with_full_env() -> None:
     ]
     assert settings.store.path == "/tmp/scores.db"
     assert settings.store.url == SecretStr(FULL_ENV["BIAS_STORE_URL"])
+    assert settings.queue.scorer == "external"
     assert (settings.server.host, settings.server.port) == ("0.0.0.0", 9090)
 
 

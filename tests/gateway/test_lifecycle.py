@@ -190,7 +190,33 @@ def test_an_unreachable_upstream_gives_back_its_place(
     assert gateway.wait_for_score(response.headers["x-bias-run-id"])["status"] == "scored"
 
 
-def test_sigterm_drains_then_records_the_rest_as_dropped(
+def work_rows(store: Path) -> dict[str, tuple[str, bool, str | None]]:
+    """Each run's status, whether it still holds work, and its lease holder."""
+    with sqlite3.connect(store) as db:
+        rows = db.execute("SELECT run_id, status, work IS NOT NULL, leased_by FROM scores")
+        found = {row[0]: (row[1], bool(row[2]), row[3]) for row in rows}
+    db.close()
+    return found
+
+
+def wait_until_all_scored(store: Path, run_ids: list[str], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        rows = work_rows(store)
+        if all(rows.get(run_id, ("",))[0] == "scored" for run_id in run_ids):
+            return
+        assert time.monotonic() < deadline, f"not all scored: {rows}"
+        time.sleep(0.1)
+
+
+def post_monitored(url: str, count: int) -> list[str]:
+    return [
+        httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=10).headers["x-bias-run-id"]
+        for _ in range(count)
+    ]
+
+
+def test_sigterm_past_the_drain_deadline_leaves_work_pending_and_a_restart_scores_it(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     fake_openai.judge_delay = 0.25  # about 0.75 s per scored response
@@ -199,12 +225,7 @@ def test_sigterm_drains_then_records_the_rest_as_dropped(
     config = write_config(tmp_path / "gateway.yaml", fake_openai, store, judge=judge)
     process, url = start_gateway(config)
     try:
-        run_ids = [
-            httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=10).headers[
-                "x-bias-run-id"
-            ]
-            for _ in range(6)
-        ]
+        run_ids = post_monitored(url, 6)
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=30)
     finally:
@@ -213,18 +234,71 @@ def test_sigterm_drains_then_records_the_rest_as_dropped(
     assert process.returncode in (0, -signal.SIGTERM), output
     assert "Application shutdown complete." in output
 
-    rows = statuses(store)
-    assert len(rows) == 6
-    final = [status for status, _ in rows]
-    assert "pending" not in final
-    assert final.count("dropped") >= 2
-    assert final.count("scored") >= 1
-    assert {reason for status, reason in rows if status == "dropped"} == {"shutdown"}
-    with sqlite3.connect(store) as db:
-        stored = {row[0] for row in db.execute("SELECT run_id FROM scores")}
-    assert stored == set(run_ids)
+    rows = work_rows(store)
+    assert set(rows) == set(run_ids)
+    left = [run_id for run_id, (status, _, _) in rows.items() if status == "pending"]
+    assert len(left) >= 2  # a 1 s drain finishes about one of the six
+    assert {status for status, _, _ in rows.values()} == {"scored", "pending"}
+    # Unscored work keeps its text to judge, and its lease was given back at the stop;
+    # a scored record keeps no work.
+    assert all(rows[run_id][1:] == (True, None) for run_id in left)
+    assert all(not rows[run_id][1] for run_id in set(run_ids) - set(left))
     logged = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
-    assert any(line.get("event") == "scoring jobs dropped at shutdown" for line in logged)
+    stop = [line for line in logged if line.get("event", "").startswith("scorings left pending")]
+    assert stop
+    assert stop[0]["left_pending"] == len(left)
+
+    fake_openai.judge_delay = 0
+    judged_before = fake_openai.judge_calls()
+    again, _ = start_gateway(config)
+    try:
+        wait_until_all_scored(store, run_ids)
+    finally:
+        again.send_signal(signal.SIGTERM)
+        again.wait(timeout=30)
+    # The restart judged what was left, and only that: 3 calls a scoring.
+    assert fake_openai.judge_calls() - judged_before == 3 * len(left)
+    assert not any(has_work for _, has_work, _ in work_rows(store).values())
+
+
+def test_kill_9_with_pending_work_then_a_restart_scores_all_of_it(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake_openai.judge_delay = 0.3
+    store = tmp_path / "scores.db"
+    judge = {"model": JUDGE_MODEL, "max_retries": 0, "cache_size": 0, "max_concurrency": 2}
+    config = write_config(tmp_path / "gateway.yaml", fake_openai, store, judge=judge)
+    process, url = start_gateway(config)
+    try:
+        run_ids = post_monitored(url, 8)
+        # The pending rows are committed a few milliseconds after the answer (the store
+        # writes off the request path): the kill comes once they are, and before the
+        # judge (two slots, ~1 s a scoring) can have scored more than a few.
+        deadline = time.monotonic() + 5
+        while len(work_rows(store)) < len(run_ids):
+            assert time.monotonic() < deadline, work_rows(store)
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        process.kill()
+    assert process.returncode == -signal.SIGKILL
+    rows = work_rows(store)
+    left = [run_id for run_id, (status, _, _) in rows.items() if status == "pending"]
+    assert len(left) >= 4, rows  # two judge slots at ~1 s a scoring cannot have done more
+    # The dead process still holds their leases; a restart on SQLite takes them back at once.
+    assert all(rows[run_id][1] and rows[run_id][2] for run_id in left)
+
+    fake_openai.judge_delay = 0
+    again, _ = start_gateway(config)
+    try:
+        wait_until_all_scored(store, run_ids)
+    finally:
+        again.send_signal(signal.SIGTERM)
+        output, _ = again.communicate(timeout=30)
+    output_lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    resumed = [line for line in output_lines if "resuming" in line.get("event", "")]
+    assert resumed, output
 
 
 def test_restart_marks_leftover_pending_as_dropped(tmp_path: Path) -> None:
@@ -607,5 +681,6 @@ def test_serve_sweeps_a_previous_runs_pending_rows_once_before_its_workers(
         process.wait(timeout=30)
         reader.join(timeout=10)
     assert process.returncode == 0, lines
-    # The live job was dropped by its own worker's shutdown, never as a leftover.
-    assert rows()[run_id] == ("dropped", "shutdown")
+    # The live job outlived its worker's shutdown as work to resume, not as a leftover.
+    assert rows()[run_id] == ("pending", None)
+    assert work_rows(store)[run_id] == ("pending", True, None)

@@ -130,9 +130,9 @@ async def test_booleans_and_json_stored_as_integers_and_text(
     assert json.loads(row[4]) == full_record().result
 
 
-async def test_upsert_replaces_the_whole_record(make_store: MakeStore) -> None:
+async def test_upsert_replaces_the_whole_pending_record(make_store: MakeStore) -> None:
     store = make_store()
-    store.submit(full_record("run-1"))
+    store.submit(dataclasses.replace(full_record("run-1"), status="pending"))
     replacement = record("run-1", status="error", status_reason="JudgeTimeout")
     store.submit(replacement)
     assert await store.get("run-1") == replacement

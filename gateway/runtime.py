@@ -1,0 +1,124 @@
+"""The parts every scoring process builds from its settings: the judge, the score
+cache and `Scoring`. The gateway (`gateway.app`) and the scorer process
+(`gateway.scorer`) each assemble theirs here, so both judge alike.
+"""
+
+from __future__ import annotations
+
+import structlog
+from pydantic import SecretStr
+
+from gateway.cache import ScoreCache
+from gateway.config import Settings
+from gateway.judge import AiohttpJudge
+from gateway.metrics import Metrics
+from gateway.scoring import Scoring
+from gateway.store import CacheEntry, Store
+from gateway.telemetry import Telemetry
+from gateway.upstream import Upstream
+from guard import BiasScorer, Judge, LiteLLMJudge
+from guard.limits import JudgeLimiter
+
+__all__ = ["build_judge", "build_scoring", "score_cache"]
+
+log = structlog.get_logger("gateway.app")
+
+
+def build_judge(settings: Settings, upstream: Upstream, metrics: Metrics | None = None) -> Judge:
+    """The judge from settings: litellm for `provider/model` without a base_url, else direct
+    over the gateway's own aiohttp pool. Its calls share one limiter (`guard.limits`)."""
+    judge = settings.judge
+    limiter = JudgeLimiter(
+        max_concurrency=judge.max_concurrency,
+        requests_per_minute=judge.max_requests_per_minute,
+        tokens_per_minute=judge.max_tokens_per_minute,
+        on_rate_limited=(lambda _: metrics.judge_rate_limited.inc()) if metrics else None,
+        on_wait=metrics.judge_wait_seconds.inc if metrics else None,
+    )
+    built: LiteLLMJudge | AiohttpJudge
+    if "/" in judge.model and judge.base_url is None:
+        built = LiteLLMJudge(
+            judge.model,
+            api_key=_secret(judge.api_key),
+            timeout=judge.timeout,
+            max_retries=judge.max_retries,
+            limiter=limiter,
+        )
+    else:
+        built = AiohttpJudge(
+            upstream,
+            base_url=settings.judge_base_url(),
+            model=judge.model,
+            api_key=_secret(settings.judge_api_key()),
+            timeout=judge.timeout,
+            max_retries=judge.max_retries,
+            limiter=limiter,
+        )
+    built.rate_limit_wait = judge.rate_limit_wait
+    return built
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+async def build_scoring(
+    settings: Settings,
+    store: Store,
+    judge: Judge,
+    telemetry: Telemetry,
+    metrics: Metrics,
+    *,
+    scorer_process: bool = False,
+) -> Scoring:
+    """`Scoring` as `settings` ask. A scorer process queues only what its judge slots
+    take (it claims no more work than it can start soon) and scores whatever it holds,
+    whatever `queue.scorer` says; a gateway with `queue.scorer: external` scores
+    only in enforce mode and stores monitor work for the scorers."""
+    scorer = BiasScorer(
+        judge,
+        scale=settings.judge.scale,
+        reason="off",  # Scoring asks for the explanation itself: inline or deferred
+        pipeline=settings.judge.pipeline,
+        judge_whole_text_when_no_opinions=settings.judge.judge_whole_text_when_no_opinions,
+        trace_evaluation=False,  # Scoring opens the evaluation span, with the gateway's facts
+    )
+    concurrency = settings.judge.max_concurrency
+    return Scoring(
+        scorer,
+        store,
+        telemetry=telemetry,
+        metrics=metrics,
+        queue_size=concurrency if scorer_process else settings.queue.size,
+        concurrency=concurrency,
+        capture_content=settings.store.capture_content,
+        cache=await score_cache(settings, store),
+        full_wait=0.0 if scorer_process else settings.queue.full_wait,
+        max_text_chars=settings.judge.max_text_chars,
+        enforce_deadline=settings.judge.enforce_deadline,
+        reason=settings.judge.reason_mode,
+        external=not scorer_process and settings.queue.scorer == "external",
+        lease_seconds=settings.queue.lease_seconds,
+    )
+
+
+async def score_cache(settings: Settings, store: Store) -> ScoreCache | None:
+    """The content-hash cache. With `cache_persist`, loaded from and saved to the store;
+    on PostgreSQL always, and shared: a miss here asks the database, so a text any
+    replica judged is not judged again."""
+    size = settings.judge.cache_size
+    if not size:
+        return None
+    shared = store.engine == "postgresql"
+    if not (settings.judge.cache_persist or shared):
+        return ScoreCache(size)
+    store.keep_cache(size)
+    cache = ScoreCache(
+        size,
+        on_add=lambda key, entry: store.put_cache(CacheEntry(key, entry)),
+        lookup=store.cache_get if shared else None,
+    )
+    cache.preload((entry.key, entry.result) for entry in await store.cached(size))
+    if len(cache):
+        log.info("score cache loaded from the store", entries=len(cache))
+    return cache

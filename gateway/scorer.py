@@ -1,0 +1,162 @@
+"""`bias-gateway scorer`: a process that only scores, on any host that reaches the store.
+
+It claims pending monitor work from the store (`gateway.claims`), judges it
+with the judge of its own config, at that config's `judge.max_concurrency`,
+and records the outcome, as a gateway scoring in process would. Its small HTTP
+port serves `/healthz`, `/readyz` (the store answers) and `/metrics`.
+
+Gateways set `queue.scorer: external` to leave their monitor work to scorers;
+any number of scorers share it, each holding a lease on what it works on. On
+SIGTERM a scorer stops claiming, finishes what it holds for up to
+`queue.drain_deadline` seconds and gives the rest back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from gateway.claims import Claimer
+from gateway.config import Settings
+from gateway.metrics import CONTENT_TYPE_LATEST, Metrics
+from gateway.runtime import build_judge, build_scoring
+from gateway.scoring import Scoring
+from gateway.store import Store, StoreError, open_store
+from gateway.telemetry import Telemetry
+from gateway.upstream import Upstream
+from guard import Judge
+
+__all__ = ["ScorerState", "create_scorer_app"]
+
+log = structlog.get_logger("gateway.scorer")
+
+# An external scorer on SQLite hears of no new work (no NOTIFY): it looks this often.
+_SQLITE_IDLE_WAIT = 0.1
+
+
+@dataclass
+class ScorerState:
+    settings: Settings
+    store: Store
+    scoring: Scoring
+    claimer: Claimer
+    metrics: Metrics
+    ready: bool = False
+
+
+def create_scorer_app(
+    settings: Settings,
+    *,
+    judge: Judge | None = None,
+    upstream: Upstream | None = None,
+    telemetry: Telemetry | None = None,
+) -> Starlette:
+    """The scorer process's app: scoring in its lifespan, health and metrics as routes."""
+    metrics = Metrics(
+        aliases=settings.models,
+        model_cap=settings.telemetry.model_label_cap,
+        scale=settings.judge.scale,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        tracing = telemetry or Telemetry.from_settings(settings.telemetry)
+        tracing.install_global()
+        store = open_store(settings.store)
+        # Never sweeps: the gateways on this store own its pending records' fate.
+        await store.open(sweep_pending=False)
+        client = upstream or Upstream()
+        await client.start()
+        bias_judge = judge or build_judge(settings, client, metrics)
+        scoring = await build_scoring(
+            settings, store, bias_judge, tracing, metrics, scorer_process=True
+        )
+        scoring.start()
+        claimer = Claimer(
+            store,
+            scoring,
+            settings,
+            metrics=metrics,
+            pull=True,
+            idle_wait=_SQLITE_IDLE_WAIT if store.engine == "sqlite" else None,
+        )
+        claimer.start()
+        state = ScorerState(settings, store, scoring, claimer, metrics, ready=True)
+        app.state.scorer = state
+        log.info(
+            "bias scorer ready",
+            worker=scoring.worker,
+            store=store.describe(),
+            judge_model=settings.judge.model,
+            concurrency=settings.judge.max_concurrency,
+            lease_seconds=settings.queue.lease_seconds,
+        )
+        try:
+            yield
+        finally:
+            state.ready = False
+            await claimer.stop()
+            await scoring.drain(settings.queue.drain_deadline)
+            await bias_judge.aclose()
+            await client.close()
+            await store.close()
+            if telemetry is None:
+                tracing.shutdown()
+            metrics.mark_process_dead()
+
+    return Starlette(
+        routes=[
+            Route("/healthz", _healthz, methods=["GET"]),
+            Route("/readyz", _readyz, methods=["GET"]),
+            Route("/metrics", _metrics, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+
+
+def _state(request: Request) -> ScorerState:
+    state: ScorerState = request.app.state.scorer
+    return state
+
+
+async def _healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def _readyz(request: Request) -> Response:
+    state = _state(request)
+    if not state.ready:
+        return JSONResponse({"status": "starting or stopping"}, status_code=503)
+    store = state.store
+    database: dict[str, Any] = {"engine": store.engine, "where": store.describe()}
+    try:
+        await store.ping()
+    except StoreError as exc:
+        database["error"] = str(exc)
+        return JSONResponse({"status": "store unavailable", "store": database}, status_code=503)
+    scoring = state.scoring
+    return JSONResponse(
+        {
+            "status": "ready",
+            "worker": scoring.worker,
+            "in_flight": scoring.in_flight,
+            "queue_depth": scoring.queue_depth,
+            "claimed": state.claimer.claimed,
+            "store": database,
+        }
+    )
+
+
+async def _metrics(request: Request) -> Response:
+    """Prometheus text format. Only on the scorer's own port, which holds no model text."""
+    state = _state(request)
+    state.scoring.update_gauges()
+    return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
