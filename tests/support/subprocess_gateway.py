@@ -55,3 +55,38 @@ def start_gateway(
         time.sleep(0.05)
     process.kill()
     raise RuntimeError("gateway did not become ready")
+
+
+def start_scorer(
+    config: Path,
+    *,
+    env: dict[str, str] | None = None,
+    extra: list[str] | None = None,
+    command: list[str] | None = None,
+) -> tuple[subprocess.Popen[str], str]:
+    """Start `scorer` on a free health port (through `command`, default `gateway_command()`)
+    and wait for its /readyz; returns the process and the health port's URL."""
+    port = free_port()
+    environment = {**os.environ, **(env or {})}
+    argv = command or gateway_command()
+    process = subprocess.Popen(
+        [*argv, "scorer", "--config", str(config), "--port", str(port), *(extra or [])],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = process.stdout.read() if process.stdout else ""
+            raise RuntimeError(f"scorer exited with {process.returncode}: {output}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("scorer did not become ready")
