@@ -9,8 +9,8 @@ A `Claimer` runs beside a `Scoring` in every process that scores:
   room for it: new work (`queue.scorer: external`), and work whose holder died.
   On PostgreSQL new work wakes it at once (LISTEN/NOTIFY); work whose lease
   lapsed, which nothing announces, is looked for every `idle_wait` seconds;
-- about once a second the puller also ends for good what lapsed too often
-  (`attempts_exhausted`) or has nothing to score (`gateway_lost`).
+- every `idle_wait` seconds (at least one) the puller also ends for good what
+  lapsed too often (`attempts_exhausted`) or has nothing to score (`gateway_lost`).
 
 A store that fails is logged and tried again a second later: scoring waits, the
 work stays in the store.
@@ -36,7 +36,7 @@ __all__ = ["Claimer"]
 log = structlog.get_logger("gateway.claims")
 
 _BATCH = 64  # most work one claim takes
-_EXPIRE_EVERY = 1.0  # seconds between sweeps for work that lapsed for good
+_EXPIRE_EVERY = 1.0  # at least this many seconds between sweeps for work lapsed for good
 _RETRY = 1.0  # seconds to wait after the store failed
 
 
@@ -108,8 +108,11 @@ class Claimer:
             lease_seconds=self.lease_seconds,
             max_attempts=self.max_attempts,
         )
-        for record in records:
-            await self._take(record)
+        # Requests may have filled the queue while the claim ran: what finds no room
+        # goes back at once, or this process would renew leases on work it does not hold.
+        refused = [record.run_id for record in records if not await self._take(record)]
+        if refused:
+            await self.store.release(self.scoring.worker, refused)
         if records:
             self.claimed += len(records)
             self.metrics.work_claimed.inc(len(records))
@@ -117,7 +120,8 @@ class Claimer:
             await self.store.wait_for_work(self.idle_wait)
         return len(records)
 
-    async def _take(self, record: ScoreRecord) -> None:
+    async def _take(self, record: ScoreRecord) -> bool:
+        """Queue a claimed record's work; False when the queue has no room for it."""
         try:
             job, texts = job_from(record, self.settings)
         except WorkError as exc:
@@ -127,14 +131,14 @@ class Claimer:
                 Outcome(record.run_id, "error", status_reason="unreadable_work"),
                 [],
             )
-            return
-        await self.scoring.accept(job, texts)
+            return True
+        return await self.scoring.accept(job, texts)
 
     async def _expire_if_due(self) -> None:
         now = time.monotonic()
         if now < self._next_expire:
             return
-        self._next_expire = now + _EXPIRE_EVERY
+        self._next_expire = now + max(self.idle_wait, _EXPIRE_EVERY)
         ended = await self.store.expire(max_attempts=self.max_attempts)
         for run_id, reason in ended:
             self.metrics.work_expired.labels(reason).inc()

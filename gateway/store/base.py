@@ -57,8 +57,9 @@ class Store(Protocol):
         """Extend every lease `worker` holds; returns how many."""
         ...
 
-    async def release(self, worker: str) -> int:
-        """Give back `worker`'s leases on work, the attempt unspent; returns how many."""
+    async def release(self, worker: str, run_ids: list[str] | None = None) -> int:
+        """Give back `worker`'s leases on work (all, or those of `run_ids`), the attempt
+        unspent; returns how many."""
         ...
 
     async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:

@@ -288,9 +288,12 @@ class PostgresStore:
         until = time.time() + lease_seconds
         return _count(await self._pool.execute(_WORK_SQL.renew, until, worker))
 
-    async def release(self, worker: str) -> int:
+    async def release(self, worker: str, run_ids: list[str] | None = None) -> int:
         self._require()
-        return _count(await self._pool.execute(_WORK_SQL.release, worker))
+        if run_ids is None:
+            return _count(await self._pool.execute(_WORK_SQL.release, worker))
+        some = f"{_WORK_SQL.release} AND run_id = ANY($2::text[])"
+        return _count(await self._pool.execute(some, worker, run_ids))
 
     async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:
         self._require()

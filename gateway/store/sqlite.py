@@ -364,8 +364,13 @@ class SQLiteStore:
     async def renew(self, worker: str, *, lease_seconds: float) -> int:
         return await self._work_count(_WORK_SQL.renew, (time.time() + lease_seconds, worker))
 
-    async def release(self, worker: str) -> int:
-        return await self._work_count(_WORK_SQL.release, (worker,))
+    async def release(self, worker: str, run_ids: list[str] | None = None) -> int:
+        if run_ids is None:
+            return await self._work_count(_WORK_SQL.release, (worker,))
+        if not run_ids:
+            return 0
+        some = f"{_WORK_SQL.release} AND run_id IN ({', '.join('?' for _ in run_ids)})"
+        return await self._work_count(some, (worker, *run_ids))
 
     async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:
         now = time.time()

@@ -247,3 +247,17 @@ async def test_postgres_never_sweeps_and_notifies_new_work(pg_url: str) -> None:
     finally:
         for store in (gateway, scorer, again):
             await store.close()
+
+
+async def test_release_of_named_runs_leaves_the_others_leased(open_store_at: OpenStore) -> None:
+    store = await open_store_at()
+    for run_id in ("a", "b", "c"):
+        store.submit(work(run_id, created_at=1000.0 + ord(run_id)))
+    await store.flush()
+    assert await claim(store, "me") == ["a", "b", "c"]
+    assert await store.release("me", ["a", "c", "unknown"]) == 2
+    assert await store.release("me", []) == 0
+    assert await claim(store, "you") == ["a", "c"]
+    b = await store.get("b")
+    assert b is not None
+    assert b.leased_by == "me"
