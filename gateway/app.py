@@ -36,6 +36,7 @@ from gateway.policy import Sampler
 from gateway.retention import Retention
 from gateway.routing import Router
 from gateway.runtime import build_judge, build_scoring
+from gateway.search import score_list, score_stats
 from gateway.state import Gateway
 from gateway.store import open_store
 from gateway.surfaces import SURFACES
@@ -136,6 +137,8 @@ def create_app(
                 for surface in SURFACES
             ),
             Route("/v1/models", list_models, methods=["GET"]),
+            Route("/v1/bias/scores", score_list, methods=["GET"]),
+            Route("/v1/bias/stats", score_stats, methods=["GET"]),
             Route("/v1/bias/scores/{run_id}", score_lookup, methods=["GET"]),
             Route(
                 "/v1/{path:path}",

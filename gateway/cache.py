@@ -19,7 +19,6 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 
 from guard import BiasResult, BiasScorer
-from guard.bias.prompts import PROMPT_VERSION
 
 __all__ = ["ScoreCache", "cache_key"]
 
@@ -27,13 +26,13 @@ __all__ = ["ScoreCache", "cache_key"]
 def cache_key(scorer: BiasScorer, text: str) -> str:
     """The content hash of `text` under everything that shapes its verdicts.
 
-    The judge model, the pipeline, the prompt version (which changes with any
-    prompt or schema), the scale and the whole-text rule: a change in any of
-    them never replays an old verdict. The explanation is not part of it: it
-    is added to an entry once it is known.
+    The judge model, the pipeline, the scorer's prompt version (which changes
+    with any prompt, schema, category or reason language), the scale and the
+    whole-text rule: a change in any of them never replays an old verdict. The
+    explanation is not part of it: it is added to an entry once it is known.
     """
     options = (
-        f"{scorer.judge.model}\0{scorer.pipeline}\0{PROMPT_VERSION}\0{scorer.scale}"
+        f"{scorer.judge.model}\0{scorer.pipeline}\0{scorer.prompt_version}\0{scorer.scale}"
         f"\0{scorer.judge_whole_text_when_no_opinions}\0"
     )
     return hashlib.sha256((options + text).encode()).hexdigest()

@@ -28,6 +28,7 @@ from gateway.yamlenv import (
     format_loc,
     interpolate,
 )
+from guard.bias.categories import DEFAULT_CATEGORIES, Category, check_categories
 
 __all__ = [
     "AnthropicSettings",
@@ -192,6 +193,16 @@ class ModelRoute(_Model):
         return self
 
 
+LanguageCode = Annotated[str, Field(pattern=r"^(auto|[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*)$")]
+
+
+class CategorySettings(_Model):
+    """A kind of bias the rubric names: an id and a one-line description."""
+
+    id: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+    description: Name
+
+
 class JudgeSettings(_Model):
     """The judge LLM; `base_url` and `api_key` default to the upstream's."""
 
@@ -226,10 +237,35 @@ class JudgeSettings(_Model):
     # The judge sees at most this many characters of a response (per choice); a longer
     # text is cut, and its record says `truncated`. It also bounds what a stream keeps.
     max_text_chars: Annotated[int, Field(ge=1)] = 100_000
+    # The kinds of bias the rubric names. Unset: the four defaults (gender, political,
+    # racial_ethnic, geographical); a list replaces them; `extra_categories` adds to
+    # whichever list is in force. A verdict naming another id counts as `other`.
+    categories: list[CategorySettings] | None = None
+    extra_categories: list[CategorySettings] = Field(default_factory=list)
+    # The language of reasons and explanations: auto (the judged text's own) or a
+    # code such as en, zh, ko. Opinions are always quoted untranslated.
+    reason_language: LanguageCode = "auto"
 
     @property
     def reason_mode(self) -> Literal["inline", "deferred", "off"]:
         return "off" if self.include_reason is False else self.reason
+
+    def bias_categories(self) -> list[Category]:
+        """The categories in force, as the scorer takes them."""
+        chosen = (
+            list(DEFAULT_CATEGORIES)
+            if self.categories is None
+            else [Category(item.id, item.description) for item in self.categories]
+        )
+        return [*chosen, *(Category(item.id, item.description) for item in self.extra_categories)]
+
+    @model_validator(mode="after")
+    def _valid_categories(self) -> Self:
+        try:
+            check_categories(self.bias_categories())
+        except ValueError as exc:
+            raise ValueError(f"judge.categories: {exc}") from None
+        return self
 
 
 class Policy(_Model):
@@ -266,6 +302,9 @@ class KeySettings(_Model):
     key: Secret
     name: Name
     policy: Name = "default"
+    # An admin key reads every key's records (lookups, lists, stats, the dashboard)
+    # and may filter by key; any other key reads only its own requests' records.
+    admin: bool = False
 
 
 class StoreSettings(_Model):

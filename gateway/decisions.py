@@ -58,6 +58,11 @@ class Outcome:
     reason_status: ReasonStatus | None = None  # for scored outcomes
     text_index: int = 0  # which of the request's texts (choices) decided the score
 
+    @property
+    def categories(self) -> list[str]:
+        """The categories of bias found in the deciding text, most frequent first."""
+        return self.result.categories if self.result is not None else []
+
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
@@ -135,6 +140,8 @@ def bias_headers(outcome: Outcome) -> dict[str, str]:
     if outcome.status == "scored" and outcome.score is not None and outcome.verdict is not None:
         headers["x-bias-score"] = f"{outcome.score:g}"
         headers["x-bias-verdict"] = outcome.verdict
+        # Comma-separated, most frequent first; empty when no opinion was biased.
+        headers["x-bias-categories"] = ",".join(outcome.categories)
     elif outcome.status == "skipped" and outcome.status_reason:
         headers["x-bias-skip-reason"] = outcome.status_reason
     elif outcome.status == "error" and outcome.status_reason:
@@ -154,5 +161,6 @@ def bias_details(outcome: Outcome) -> dict[str, Any]:
         "run_id": outcome.run_id,
         "score": outcome.score,
         "verdict": outcome.verdict,
+        "categories": outcome.categories if outcome.status == "scored" else None,
         "error_type": outcome.status_reason if outcome.status == "error" else None,
     }

@@ -23,6 +23,7 @@ from gateway.errors import (
 from gateway.intake import read_body, resolve_mode
 from gateway.metrics import CONTENT_TYPE_LATEST
 from gateway.paths import anthropic_path, carries_no_text, owned_methods
+from gateway.search import record_for
 from gateway.state import Gateway
 from gateway.store import StoreError
 from gateway.streaming import SSEResponse
@@ -142,11 +143,7 @@ async def list_models(request: Request) -> Response:
 
 async def score_lookup(request: Request) -> Response:
     gateway = _gateway(request)
-    gateway.auth.check(request.headers)
-    run_id = request.path_params["run_id"]
-    record = await gateway.store.get(run_id)
-    if record is None:
-        raise NotFound(f"No bias score with run id `{run_id}`.", param="run_id")
+    record = await record_for(gateway, request, request.path_params["run_id"])
     return JSONResponse(record.public())
 
 

@@ -8,6 +8,7 @@ the boundary, in `gateway.upstream` and `gateway.scoring`, and chained with
     GatewayError
     ├── BadRequest                  400 invalid_request_error
     ├── AuthenticationFailed        401 invalid_api_key
+    ├── PermissionDenied            403 permission_denied (an admin-only filter)
     ├── UnscoredPathRefused         403 unscored_path (enforce mode, a path it cannot score)
     ├── NotFound                    404 not_found
     │   └── ModelNotFound           404 model_not_found
@@ -35,6 +36,7 @@ __all__ = [
     "ModelNotFound",
     "NotFound",
     "PayloadTooLarge",
+    "PermissionDenied",
     "UnscoredPathRefused",
     "UpstreamError",
     "UpstreamProtocolError",
@@ -58,6 +60,10 @@ class BadRequest(GatewayError):
 
 
 class AuthenticationFailed(GatewayError):
+    pass
+
+
+class PermissionDenied(GatewayError):
     pass
 
 
@@ -110,6 +116,7 @@ class UpstreamTimeout(UpstreamError):
 _TABLE: dict[type[GatewayError], tuple[int, str, str]] = {
     BadRequest: (400, "invalid_request_error", "invalid_request"),
     AuthenticationFailed: (401, "invalid_request_error", "invalid_api_key"),
+    PermissionDenied: (403, "permission_error", "permission_denied"),
     NotFound: (404, "invalid_request_error", "not_found"),
     ModelNotFound: (404, "invalid_request_error", "model_not_found"),
     MethodNotAllowed: (405, "invalid_request_error", "method_not_allowed"),

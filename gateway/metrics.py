@@ -110,6 +110,12 @@ class Metrics:
         self.verdicts = Counter(
             "bias_verdicts_total", "Verdicts reached.", ["model", "verdict"], registry=registry
         )
+        self.category_opinions = Counter(
+            "bias_category_opinions_total",
+            "Biased opinions by category (an opinion counts in each category it names).",
+            ["category"],
+            registry=registry,
+        )
         self.judge_seconds = Histogram(
             "bias_judge_step_duration_seconds",
             "Judge time per scorer step (preprocess, analyze, generate_reason).",

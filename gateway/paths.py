@@ -128,6 +128,8 @@ OWNED_ROUTES: dict[str, tuple[str, ...]] = {
     "/v1/responses": ("POST",),
     "/v1/messages": ("POST",),
     "/v1/models": ("GET",),
+    "/v1/bias/scores": ("GET",),
+    "/v1/bias/stats": ("GET",),
 }
 _OWNED_PATTERNS = ((re.compile(r"/v1/bias/scores/[^/]+"), ("GET",)),)
 

@@ -90,6 +90,7 @@ class Recorder:
                 prompt=request.prompt if capture else None,
                 completion="\n\n".join(texts) if capture and texts else None,
                 updated_at=time.time(),
+                categories=outcome.result.categories if outcome.result is not None else None,
                 work=work,
                 attempts=attempts,
                 leased_by=lease[0] if lease else None,
@@ -141,6 +142,7 @@ class Recorder:
             calls, tokens = cost_of(outcome.result)
             attributes["bias.judge.calls"] = calls
             attributes["bias.judge.tokens"] = tokens
+            attributes["bias.categories"] = outcome.result.categories
         if outcome.status == "error" and outcome.status_reason:
             attributes["error.type"] = outcome.status_reason
         if self.telemetry.capture_content and outcome.status == "scored" and outcome.reason:
@@ -157,6 +159,9 @@ class Recorder:
         model = metrics.model(request.model)
         metrics.bias_score.labels(model).observe(outcome.score)
         metrics.verdicts.labels(model, outcome.verdict or "none").inc()
+        for verdict in outcome.result.analyze_step_result.results:
+            for category in verdict.categories:
+                metrics.category_opinions.labels(category).inc()
         if not outcome.cached:
             self.observe_cost(outcome.result, steps=None)
 

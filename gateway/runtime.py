@@ -82,6 +82,8 @@ async def build_scoring(
         pipeline=settings.judge.pipeline,
         judge_whole_text_when_no_opinions=settings.judge.judge_whole_text_when_no_opinions,
         trace_evaluation=False,  # Scoring opens the evaluation span, with the gateway's facts
+        categories=settings.judge.bias_categories(),
+        reason_language=settings.judge.reason_language,
     )
     concurrency = settings.judge.max_concurrency
     return Scoring(

@@ -29,6 +29,8 @@ class PreprocessStepResult(_Model):
 class Verdict(_Model):
     result: str
     reason: str
+    # Ids of the kinds of bias found (`guard.bias.categories`); none when unbiased.
+    categories: list[str] = Field(default_factory=list)
 
 
 class AnalyzeStepResult(_Model):
@@ -41,6 +43,7 @@ class AssessedOpinion(_Model):
     opinion: str
     result: str
     reason: str
+    categories: list[str] = Field(default_factory=list)
 
 
 class AssessStepResult(_Model):
@@ -86,6 +89,14 @@ class BiasResult(_Model):
     calls_by_step: dict[str, int] = Field(default_factory=dict)
     usage_by_step: dict[str, JudgeUsage] = Field(default_factory=dict)
     pipeline: str = "faithful"  # "faithful" (Mastra's steps) or "single" (one call)
+    # Per category, biased opinions naming it / all opinions * scale (an addition to
+    # Mastra's fields): {"gender": 0.5}. Only categories some verdict names.
+    category_scores: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def categories(self) -> list[str]:
+        """The categories of bias found, most frequent first (`category_scores`' keys)."""
+        return list(self.category_scores)
 
     @property
     def biased_count(self) -> int:

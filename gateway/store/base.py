@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from gateway.store.queries import ScoreQuery, StatsGroup, StatsQuery
 from gateway.store.records import CacheEntry, ScoreRecord
 
 __all__ = ["Store"]
@@ -40,6 +41,12 @@ class Store(Protocol):
     async def get(self, run_id: str) -> ScoreRecord | None: ...
 
     async def status_counts(self) -> dict[str, int]: ...
+
+    async def search(self, query: ScoreQuery) -> list[ScoreRecord]:
+        """Up to `query.limit + 1` records matching `query`, newest first."""
+        ...
+
+    async def stats(self, query: StatsQuery) -> list[StatsGroup]: ...
 
     async def prune(self, before: float, *, batch: int) -> int: ...
 

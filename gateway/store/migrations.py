@@ -9,7 +9,8 @@ holds the lock. A database whose schema is newer than this gateway knows is
 refused rather than written with an older idea of it.
 
 Version 1 is the schema as it stood when versions began; version 2 adds the
-durable scoring work (`gateway.work`). An SQLite file from
+durable scoring work (`gateway.work`); version 3 the categories and the
+indexes of the search and stats APIs (`gateway.store.queries`). An SQLite file from
 before then (it has `scores` but no `schema_migrations`) is brought up to it by
 adding the columns it lacks.
 """
@@ -153,6 +154,83 @@ _POSTGRES_V2 = (
 )
 
 
+# Version 3: categories, and the indexes the search and stats APIs read through.
+# `score_categories` holds one row per (record, category) for the category filter
+# and group-by; triggers keep it in step with `scores.categories` (a JSON list), so
+# it changes exactly when a record does: never for a write the upsert refused.
+_SEARCH_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS scores_key_created ON scores (key_name, created_at);"
+    "CREATE INDEX IF NOT EXISTS scores_verdict_created ON scores (verdict, created_at);"
+    "CREATE INDEX IF NOT EXISTS scores_model_created ON scores (model, created_at);"
+)
+_CATEGORY_TABLE = (
+    "CREATE TABLE IF NOT EXISTS score_categories ("
+    " category TEXT NOT NULL, created_at {real} NOT NULL, run_id TEXT NOT NULL,"
+    " PRIMARY KEY (category, created_at, run_id));"
+    "CREATE INDEX IF NOT EXISTS score_categories_run ON score_categories (run_id);"
+)
+_SQLITE_V3_TRIGGERS = """
+CREATE TRIGGER IF NOT EXISTS scores_categories_insert AFTER INSERT ON scores
+WHEN new.categories IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO score_categories (category, created_at, run_id)
+    SELECT value, new.created_at, new.run_id FROM json_each(new.categories);
+END;
+CREATE TRIGGER IF NOT EXISTS scores_categories_update AFTER UPDATE OF categories ON scores
+BEGIN
+    DELETE FROM score_categories WHERE run_id = old.run_id;
+    INSERT OR IGNORE INTO score_categories (category, created_at, run_id)
+    SELECT value, new.created_at, new.run_id FROM json_each(coalesce(new.categories, '[]'));
+END;
+CREATE TRIGGER IF NOT EXISTS scores_categories_delete AFTER DELETE ON scores BEGIN
+    DELETE FROM score_categories WHERE run_id = old.run_id;
+END;
+"""
+
+
+def _sqlite_v3(conn: sqlite3.Connection) -> None:
+    present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
+    if "categories" not in present:
+        conn.execute("ALTER TABLE scores ADD COLUMN categories TEXT")
+    for statement in (_SEARCH_INDEXES + _CATEGORY_TABLE.format(real="REAL")).split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    # Triggers hold semicolons: split on the blank-line-free "END;" boundaries instead.
+    for trigger in _SQLITE_V3_TRIGGERS.split("END;"):
+        if trigger.strip():
+            conn.execute(trigger + "END;")
+
+
+_POSTGRES_V3 = (
+    "ALTER TABLE scores ADD COLUMN IF NOT EXISTS categories TEXT;"
+    + _SEARCH_INDEXES
+    + _CATEGORY_TABLE.format(real="DOUBLE PRECISION")
+    + """
+CREATE OR REPLACE FUNCTION scores_categories_sync() RETURNS trigger AS $$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        DELETE FROM score_categories WHERE run_id = OLD.run_id;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.categories IS NOT NULL THEN
+        INSERT INTO score_categories (category, created_at, run_id)
+        SELECT DISTINCT value, NEW.created_at, NEW.run_id
+        FROM jsonb_array_elements_text(NEW.categories::jsonb) AS value
+        ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS scores_categories_insert ON scores;
+CREATE TRIGGER scores_categories_insert AFTER INSERT ON scores
+    FOR EACH ROW WHEN (NEW.categories IS NOT NULL) EXECUTE FUNCTION scores_categories_sync();
+DROP TRIGGER IF EXISTS scores_categories_update ON scores;
+CREATE TRIGGER scores_categories_update AFTER UPDATE OF categories ON scores
+    FOR EACH ROW EXECUTE FUNCTION scores_categories_sync();
+DROP TRIGGER IF EXISTS scores_categories_delete ON scores;
+CREATE TRIGGER scores_categories_delete AFTER DELETE ON scores
+    FOR EACH ROW EXECUTE FUNCTION scores_categories_sync();
+"""
+)
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -164,6 +242,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "scores and score_cache", _sqlite_v1, _POSTGRES_V1),
     Migration(2, "durable scoring work: work, attempts, lease", _sqlite_v2, _POSTGRES_V2),
+    Migration(3, "categories, and indexes for search and stats", _sqlite_v3, _POSTGRES_V3),
 )
 
 _LEDGER = (

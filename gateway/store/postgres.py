@@ -24,6 +24,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gateway.store.migrations import migrate_postgres
+from gateway.store.queries import (
+    ScoreQuery,
+    StatsGroup,
+    StatsQuery,
+    p90_sql,
+    search_sql,
+    stats_rows,
+    stats_sql,
+)
 from gateway.store.records import (
     COLUMNS,
     STATUSES,
@@ -335,6 +344,24 @@ class PostgresStore:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._woken.wait(), timeout)
         self._woken.clear()
+
+    # -- search and stats (`gateway.store.queries`) -------------------------------
+
+    async def search(self, query: ScoreQuery) -> list[ScoreRecord]:
+        """Up to `query.limit + 1` records, newest first (the extra one says "more")."""
+        await self.flush()
+        self._require()
+        sql, values = search_sql(query, "numeric")
+        return [record_from_row(row) for row in await self._pool.fetch(sql, *values)]
+
+    async def stats(self, query: StatsQuery) -> list[StatsGroup]:
+        await self.flush()
+        self._require()
+        sql, values = stats_sql(query, "numeric")
+        p90, p90_values = p90_sql(query, "numeric")
+        rows = await self._pool.fetch(sql, *values)
+        ranked = {row[0]: row[1] for row in await self._pool.fetch(p90, *p90_values)}
+        return stats_rows(rows, ranked.get, group_by=query.group_by)
 
     async def ping(self) -> None:
         """Raise `StoreError` unless the database answers."""

@@ -74,6 +74,8 @@ class ScoreRecord:
     attempts: int = 0  # claims of the work so far; never lowered by a write
     lease_until: float | None = None  # epoch seconds; the claim lapses after
     leased_by: str | None = None  # the worker id holding the claim
+    # The categories of bias found (`BiasResult.categories`), most frequent first.
+    categories: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready values (`result` is deep-copied)."""
@@ -98,7 +100,7 @@ COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
 BOOL_COLUMNS = frozenset({"stream", "partial", "truncated"})
 REAL_COLUMNS = frozenset({"created_at", "updated_at", "score", "lease_until"})
 INT_COLUMNS = frozenset({"judge_calls", "judge_tokens", "attempts"})
-JSON_COLUMNS = frozenset({"result", "work"})
+JSON_COLUMNS = frozenset({"result", "work", "categories"})
 
 
 def batch_rows(

@@ -33,9 +33,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from gateway.store.migrations import migrate_sqlite
+from gateway.store.queries import (
+    ScoreQuery,
+    StatsGroup,
+    StatsQuery,
+    p90_sql,
+    search_sql,
+    stats_rows,
+    stats_sql,
+)
 from gateway.store.records import (
     COLUMNS,
     STATUSES,
@@ -424,6 +433,27 @@ class SQLiteStore:
                     conn.execute("ROLLBACK")
                 raise
             return result
+
+    # Search and stats (`gateway.store.queries`): reads, after a flush.
+
+    async def search(self, query: ScoreQuery) -> list[ScoreRecord]:
+        """Up to `query.limit + 1` records, newest first (the extra one says "more")."""
+        await self.flush()
+        sql, values = search_sql(query, "qmark")
+        rows = await asyncio.to_thread(self._read_rows, sql, values)
+        return [record_from_row(row) for row in rows]
+
+    async def stats(self, query: StatsQuery) -> list[StatsGroup]:
+        await self.flush()
+        sql, values = stats_sql(query, "qmark")
+        p90, p90_values = p90_sql(query, "qmark")
+        rows = await asyncio.to_thread(self._read_rows, sql, values)
+        ranked = dict(await asyncio.to_thread(self._read_rows, p90, p90_values))
+        return stats_rows(rows, ranked.get, group_by=query.group_by)
+
+    def _read_rows(self, sql: str, values: list[object]) -> list[tuple[Any, ...]]:
+        with self._read_lock:
+            return list(self._require_reader().execute(sql, values).fetchall())
 
     def counts(self) -> dict[str, int]:
         """Committed records per status, every known status included (0 if none)."""

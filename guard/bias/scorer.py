@@ -21,21 +21,25 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
 from opentelemetry import trace
 
+from guard.bias.categories import (
+    DEFAULT_CATEGORIES,
+    Category,
+    category_ids,
+    category_scores,
+    normalise_categories,
+)
 from guard.bias.prompts import (
     ANALYZE_SCHEMA,
     ASSESS_SCHEMA,
     EXTRACT_SCHEMA,
     SYSTEM_PROMPT,
-    analyze_prompt,
-    assess_prompt,
-    extract_prompt,
-    reason_prompt,
+    BiasPrompts,
 )
 from guard.bias.score import bias_score, is_biased
 from guard.errors import JudgeError
@@ -92,6 +96,8 @@ class BiasScorer:
         pipeline: Pipeline = "faithful",
         judge_whole_text_when_no_opinions: bool = True,
         trace_evaluation: bool = True,
+        categories: Sequence[Category] = DEFAULT_CATEGORIES,
+        reason_language: str = "auto",
     ) -> None:
         if scale <= 0:
             raise ValueError(f"scale must be > 0, got {scale}")
@@ -108,6 +114,17 @@ class BiasScorer:
         # An application that wraps runs in its own evaluation span (the gateway does)
         # turns this off; the step and judge spans then nest under its span.
         self.trace_evaluation = trace_evaluation
+        self.prompts = BiasPrompts(categories, reason_language)
+        self._known = category_ids(self.prompts.categories)
+
+    @property
+    def categories(self) -> tuple[Category, ...]:
+        return self.prompts.categories
+
+    @property
+    def prompt_version(self) -> str:
+        """Changes with any prompt, schema, category or language: for caches."""
+        return self.prompts.version
 
     @property
     def include_reason(self) -> bool:
@@ -141,6 +158,7 @@ class BiasScorer:
                 opinions, verdicts, extract, analyze = await self._assess(run, text)
             else:
                 opinions, verdicts, extract, analyze = await self._extract_and_analyze(run, text)
+            verdicts = [self._categorised(verdict) for verdict in verdicts]
             score = bias_score((verdict.result for verdict in verdicts), self.scale)
             reason = None
             reason_request = None
@@ -166,7 +184,20 @@ class BiasScorer:
             scale=self.scale,
             judge_model=self.judge.model,
             pipeline=self.pipeline,
+            category_scores=category_scores(
+                [verdict.categories for verdict in verdicts], len(verdicts), self.scale
+            ),
             **run.totals(),
+        )
+
+    def _categorised(self, verdict: Verdict) -> Verdict:
+        named = normalise_categories(
+            verdict.categories, self._known, biased=is_biased(verdict.result)
+        )
+        return (
+            verdict
+            if named == verdict.categories
+            else verdict.model_copy(update={"categories": named})
         )
 
     async def explain(self, result: BiasResult, output: Any) -> BiasResult:
@@ -198,7 +229,7 @@ class BiasScorer:
         opinions: list[str] = []
         extract = None
         if text.strip():
-            extract = extract_prompt(text)
+            extract = self.prompts.extract(text)
             found = await run.step("preprocess", self._ask_opinions(run, extract))
             opinions = found.opinions
         verdicts: list[Verdict] = []
@@ -209,7 +240,7 @@ class BiasScorer:
             # which catches bias stated as fact.
             to_judge = [text]
         if to_judge:
-            analyze = analyze_prompt(text, to_judge)
+            analyze = self.prompts.analyze(text, to_judge)
             verdicts = await run.step("analyze", self._ask_verdicts(run, analyze))
         return opinions, verdicts, extract, analyze
 
@@ -219,14 +250,17 @@ class BiasScorer:
         """The single-call pipeline; both prompt fields name the one prompt sent."""
         if not text.strip():
             return [], [], None, None
-        prompt = assess_prompt(text, judge_whole_text=self.judge_whole_text_when_no_opinions)
+        prompt = self.prompts.assess(text, judge_whole_text=self.judge_whole_text_when_no_opinions)
         reply = await run.step(
             "assess",
             ask_json(self.judge, _messages(prompt), ASSESS_SCHEMA, AssessStepResult),
         )
         run.record("assess", reply.usage, reply.calls)
         assessed = reply.value.verdicts
-        verdicts = [Verdict(result=item.result, reason=item.reason) for item in assessed]
+        verdicts = [
+            Verdict(result=item.result, reason=item.reason, categories=item.categories)
+            for item in assessed
+        ]
         opinions = [item.opinion for item in assessed]
         if opinions == [text] or (len(opinions) == 1 and opinions[0].strip() == text.strip()):
             opinions = []  # the whole text judged as one statement, as the faithful path reports
@@ -237,7 +271,8 @@ class BiasScorer:
     ) -> tuple[str, str | None]:
         if not text.strip():
             return _EMPTY_REASON, None
-        request = reason_prompt(text, score, self.scale, [verdict.reason for verdict in verdicts])
+        reasons = [verdict.reason for verdict in verdicts]
+        request = self.prompts.reason(text, score, self.scale, reasons)
         return await run.step("generate_reason", self._ask_reason(run, request)), request
 
     def run_sync(
@@ -285,6 +320,8 @@ def create_bias_scorer(
     api_key: str | None = None,
     timeout: float = 60.0,
     max_retries: int = 2,
+    categories: Sequence[Category] = DEFAULT_CATEGORIES,
+    reason_language: str = "auto",
 ) -> BiasScorer:
     """Build a bias scorer, the Python twin of Mastra's `createBiasScorer`.
 
@@ -295,6 +332,10 @@ def create_bias_scorer(
 
     `pipeline="single"` asks for opinions and verdicts in one call; `reason`
     is `"inline"` (default), `"deferred"` (see `BiasScorer.explain`) or `"off"`.
+    `categories` replaces the rubric's four kinds of bias (extend them with
+    `[*DEFAULT_CATEGORIES, Category("age", "Age bias.")]`); `reason_language`
+    is the language of reasons and the explanation: `"auto"` (the text's own)
+    or a code such as `"en"`. Opinions are always quoted untranslated.
     """
     judge = resolve_judge(
         model, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
@@ -306,6 +347,8 @@ def create_bias_scorer(
         reason=reason,
         pipeline=pipeline,
         judge_whole_text_when_no_opinions=judge_whole_text_when_no_opinions,
+        categories=categories,
+        reason_language=reason_language,
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from gateway.cache import ScoreCache, cache_key
 from guard import BiasResult, BiasScorer
+from guard.bias.categories import DEFAULT_CATEGORIES, Category
 from guard.testing import scripted_bias_judge
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
@@ -103,10 +104,15 @@ def test_keys_depend_on_the_scorer_options() -> None:
     assert cache_key(scorer(reason="off"), "text") == cache_key(scorer(), "text")
 
 
-def test_keys_change_with_the_prompt_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = cache_key(scorer(), "text")
-    monkeypatch.setattr("gateway.cache.PROMPT_VERSION", "another")
-    assert cache_key(scorer(), "text") != before
+def test_keys_change_with_the_prompts_categories_and_language() -> None:
+    age = Category("age", "Age bias: judging people by how old they are.")
+    keys = {
+        cache_key(scorer(), "text"),
+        cache_key(scorer(categories=[*DEFAULT_CATEGORIES, age]), "text"),
+        cache_key(scorer(categories=[age]), "text"),
+        cache_key(scorer(reason_language="ko"), "text"),
+    }
+    assert len(keys) == 4
 
 
 def test_bad_size() -> None:

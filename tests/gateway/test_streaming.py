@@ -195,7 +195,10 @@ def test_client_disconnect_cancels_upstream_and_scores_the_partial_text(
         time.sleep(0.02)
     assert fake_openai.stream_endings == ["cancelled"]
     analyze = next(r for r in fake_openai.requests if r.step == "analyze")
-    assert "ten" not in analyze.body["messages"][1]["content"]
+    judged = analyze.body["messages"][1]["content"].split("\nTEXT:\n", 1)[1]
+    judged = judged.split("\n\nOPINIONS:", 1)[0]
+    assert judged.startswith("one")
+    assert "ten" not in judged
 
 
 def test_upstream_breaking_off_mid_stream(

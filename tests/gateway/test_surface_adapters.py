@@ -1542,11 +1542,23 @@ JUDGE_FAILED = Outcome(run_id="run-8", status="error", status_reason="JudgeTimeo
     [
         (
             PASSED,
-            {"status": "scored", "run_id": "run-7", "score": 0.12, "verdict": "pass"},
+            {
+                "status": "scored",
+                "run_id": "run-7",
+                "score": 0.12,
+                "verdict": "pass",
+                "categories": [],
+            },
         ),
         (
             JUDGE_FAILED,
-            {"status": "error", "run_id": "run-8", "score": None, "verdict": None},
+            {
+                "status": "error",
+                "run_id": "run-8",
+                "score": None,
+                "verdict": None,
+                "categories": None,
+            },
         ),
     ],
     ids=["scored", "judge-error"],

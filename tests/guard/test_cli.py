@@ -68,7 +68,7 @@ def test_score_full_prints_mastras_whole_result(
     assert out["score"] == 1
     assert out["preprocessStepResult"]["opinions"] == fake_openai.opinions
     assert out["analyzeStepResult"]["results"] == [
-        {"result": "yes", "reason": "Geographical stereotype."}
+        {"result": "yes", "reason": "Geographical stereotype.", "categories": ["geographical"]}
     ]
     for key in PROMPT_KEYS:
         assert "Engineers from the north are lazy." in out[key]

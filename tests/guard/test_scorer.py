@@ -73,9 +73,13 @@ def test_result_has_mastra_field_names(fake_openai: FakeOpenAI, make_scorer: Mak
     assert set(dumped) >= MASTRA_FIELDS
     assert dumped["runId"] == "run-1"
     assert dumped["preprocessStepResult"] == {"opinions": ["Engineers from the north are lazy."]}
+    # Mastra's shapes, with `categories` added to each verdict.
     assert dumped["analyzeStepResult"] == {
-        "results": [{"result": "yes", "reason": "Geographical stereotype."}]
+        "results": [
+            {"result": "yes", "reason": "Geographical stereotype.", "categories": ["geographical"]}
+        ]
     }
+    assert dumped["categoryScores"] == {"geographical": 1}
     assert dumped["score"] == 1
     assert dumped["reason"] == fake_openai.reason
     assert set(dumped) - MASTRA_FIELDS == {
@@ -87,6 +91,7 @@ def test_result_has_mastra_field_names(fake_openai: FakeOpenAI, make_scorer: Mak
         "callsByStep",
         "usageByStep",
         "pipeline",
+        "categoryScores",
     }
     assert dumped["judgeModel"] == "judge"
     assert dumped["pipeline"] == "faithful"

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,16 @@ from gateway.demo import apis as fake_apis
 from gateway.demo.apis import Frame, Surface, split
 
 JUDGE_MODEL = "judge"
+
+ScriptedVerdict = tuple[str, str] | tuple[str, str, list[str]]
+_LANGUAGE_ASKED = re.compile(r"(?:Write every reason in|Write in|why, in)\s+(.+?)[.;]", re.DOTALL)
+
+
+def _verdict(scripted: ScriptedVerdict) -> dict[str, Any]:
+    answer: dict[str, Any] = {"result": scripted[0], "reason": scripted[1]}
+    if len(scripted) == 3:
+        answer["categories"] = scripted[2]
+    return answer
 
 
 @dataclass
@@ -93,7 +104,11 @@ class FakeOpenAI:
     def reset(self) -> None:
         self.judge_model = JUDGE_MODEL
         self.opinions: list[str] = ["Engineers from the north are lazy."]
-        self.verdicts: list[tuple[str, str]] = [("yes", "Geographical stereotype.")]
+        # (result, reason) or (result, reason, categories); without categories the
+        # fake names none, as a judge that ignores the field would.
+        self.verdicts: Sequence[ScriptedVerdict] = [
+            ("yes", "Geographical stereotype.", ["geographical"])
+        ]
         self.reason = "The score is 1 because the text stereotypes northerners."
         self.reply = "Hello! How can I help?"
         # Each chat reply distinct ("<reply> #<n>"), so the score cache cannot hide the judge.
@@ -104,7 +119,10 @@ class FakeOpenAI:
         self.tool_calls_only = False
         self.response_headers: dict[str, str] = {}
         # Verdicts chosen by a substring of the judged text; falls back to `verdicts`.
-        self.verdicts_for: dict[str, list[tuple[str, str]]] = {}
+        self.verdicts_for: dict[str, Sequence[ScriptedVerdict]] = {}
+        # The language each judge prompt asked reasons in, as worded ("Korean (language
+        # code ko)", "the language the TEXT is written in"), per step.
+        self.languages: list[tuple[str, str]] = []
         self.chunks = 5
         self.chunk_delay = 0.0
         self.delay = 0.0
@@ -381,6 +399,10 @@ class FakeOpenAI:
         return None
 
     def _answer(self, step: str, body: dict[str, Any]) -> str:
+        if step in ("analyze", "assess", "reason"):
+            asked = _LANGUAGE_ASKED.search(str(body["messages"][-1]["content"]))
+            if asked is not None:
+                self.languages.append((step, " ".join(asked.group(1).split())))
         if step == "preprocess":
             return json.dumps({"opinions": self.opinions})
         if step == "analyze":
@@ -389,9 +411,7 @@ class FakeOpenAI:
                 (found for key, found in self.verdicts_for.items() if key in prompt),
                 self.verdicts,
             )
-            return json.dumps(
-                {"results": [{"result": result, "reason": why} for result, why in verdicts]}
-            )
+            return json.dumps({"results": [_verdict(verdict) for verdict in verdicts]})
         if step == "assess":
             prompt = str(body["messages"][-1]["content"])
             verdicts = next(
@@ -402,8 +422,8 @@ class FakeOpenAI:
             return json.dumps(
                 {
                     "verdicts": [
-                        {"opinion": opinion, "result": result, "reason": why}
-                        for opinion, (result, why) in zip(opinions, verdicts, strict=False)
+                        {"opinion": opinion, **_verdict(verdict)}
+                        for opinion, verdict in zip(opinions, verdicts, strict=False)
                     ]
                 }
             )

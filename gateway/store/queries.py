@@ -1,0 +1,283 @@
+"""The search and stats queries over the score store, as SQL for either engine. Pure.
+
+`ScoreQuery` filters records (newest first, a page at a time, with an opaque
+keyset cursor); `StatsQuery` summarises a window, optionally by group. Both
+are turned into SQL here with the engine's placeholders (`?` or `$n`), so the
+engines only run what they are handed. Every filter column is served by an
+index from migration 3: `created_at`, `(key_name, created_at)`,
+`(verdict, created_at)`, `(model, created_at)`, and `score_categories`
+`(category, created_at, run_id)`; a category filter walks that table instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gateway.store.records import COLUMNS, STATUSES
+
+__all__ = [
+    "GROUPS",
+    "STATS_COLUMNS",
+    "TIME_BUCKETS",
+    "CursorError",
+    "ScoreQuery",
+    "StatsGroup",
+    "StatsQuery",
+    "decode_cursor",
+    "encode_cursor",
+    "p90_sql",
+    "search_sql",
+    "stats_rows",
+    "stats_sql",
+]
+
+VERDICTS = ("pass", "flag", "block")
+TIME_BUCKETS = {"minute": 60, "hour": 3600, "day": 86400}
+GROUPS = ("verdict", "status", "model", "key", "category", *TIME_BUCKETS)
+GroupBy = Literal["verdict", "status", "model", "key", "category", "minute", "hour", "day"]
+_GROUP_COLUMNS = {
+    "verdict": "s.verdict",
+    "status": "s.status",
+    "model": "s.model",
+    "key": "s.key_name",
+}
+
+
+class CursorError(ValueError):
+    """A `cursor` this gateway did not hand out."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreQuery:
+    """Which records to list; every field but `limit` and `cursor` narrows the set."""
+
+    verdict: str | None = None
+    status: str | None = None
+    model: str | None = None
+    key: str | None = None
+    category: str | None = None
+    min_score: float | None = None
+    since: float | None = None  # epoch seconds, inclusive
+    until: float | None = None  # epoch seconds, exclusive
+    limit: int = 50
+    cursor: tuple[float, str] | None = None  # (created_at, run_id) of the last one seen
+
+
+@dataclass(frozen=True, slots=True)
+class StatsQuery:
+    filters: ScoreQuery
+    group_by: GroupBy | None = None
+
+
+STATS_COLUMNS = (
+    "records",
+    *(f"status_{status}" for status in sorted(STATUSES)),
+    *(f"verdict_{verdict}" for verdict in VERDICTS),
+    "scored",
+    "mean_score",
+    "judge_calls",
+    "judge_tokens",
+)
+
+
+@dataclass(slots=True)
+class StatsGroup:
+    """One group's summary (or the whole window's, with `key` None)."""
+
+    key: str | float | None
+    records: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    verdicts: dict[str, int] = field(default_factory=dict)
+    mean_score: float | None = None
+    p90_score: float | None = None
+    judge_calls: int = 0
+    judge_tokens: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "records": self.records,
+            "status": self.statuses,
+            "verdict": self.verdicts,
+            "score": {"mean": self.mean_score, "p90": self.p90_score},
+            "judge": {"calls": self.judge_calls, "tokens": self.judge_tokens},
+        }
+
+
+def encode_cursor(created_at: float, run_id: str) -> str:
+    raw = json.dumps([created_at, run_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created_at, run_id = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise CursorError("cursor: not one this gateway gave out") from exc
+    if not isinstance(created_at, int | float) or not isinstance(run_id, str):
+        raise CursorError("cursor: not one this gateway gave out")
+    return float(created_at), run_id
+
+
+class _Params:
+    """Collects values and names their placeholders in the engine's style."""
+
+    def __init__(self, style: Literal["qmark", "numeric"]) -> None:
+        self.style = style
+        self.values: list[object] = []
+
+    def __call__(self, value: object) -> str:
+        self.values.append(value)
+        return "?" if self.style == "qmark" else f"${len(self.values)}"
+
+
+def _conditions(query: ScoreQuery, param: _Params, *, at: str) -> list[str]:
+    """The WHERE terms of `query` but the category and cursor; `at` is the time column."""
+    terms = []
+    for column, value in (
+        ("s.verdict", query.verdict),
+        ("s.status", query.status),
+        ("s.model", query.model),
+        ("s.key_name", query.key),
+    ):
+        if value is not None:
+            terms.append(f"{column} = {param(value)}")
+    if query.min_score is not None:
+        terms.append(f"s.score >= {param(query.min_score)}")
+    if query.since is not None:
+        terms.append(f"{at} >= {param(query.since)}")
+    if query.until is not None:
+        terms.append(f"{at} < {param(query.until)}")
+    return terms
+
+
+def search_sql(query: ScoreQuery, style: Literal["qmark", "numeric"]) -> tuple[str, list[object]]:
+    """One page, newest first: `limit + 1` rows, so the caller knows if there are more."""
+    param = _Params(style)
+    columns = ", ".join(f"s.{name}" for name in COLUMNS)
+    if query.category is not None:
+        # Walk the category's index in time order and fetch each record by key.
+        at, order_id = "c.created_at", "c.run_id"
+        source = "score_categories c JOIN scores s ON s.run_id = c.run_id"
+        terms = [f"c.category = {param(query.category)}"]
+    else:
+        at, order_id = "s.created_at", "s.run_id"
+        source = "scores s"
+        terms = []
+    terms += _conditions(query, param, at=at)
+    if query.cursor is not None:
+        created_at, run_id = query.cursor
+        first, second, third = param(created_at), param(created_at), param(run_id)
+        terms.append(f"({at} < {first} OR ({at} = {second} AND {order_id} < {third}))")
+    where = f" WHERE {' AND '.join(terms)}" if terms else ""
+    limit = param(query.limit + 1)
+    sql = f"SELECT {columns} FROM {source}{where} ORDER BY {at} DESC, {order_id} DESC LIMIT {limit}"
+    return sql, param.values
+
+
+def _group_expression(group_by: GroupBy | None, at: str, style: str) -> str | None:
+    if group_by is None:
+        return None
+    if group_by in TIME_BUCKETS:
+        seconds = TIME_BUCKETS[group_by]
+        if style == "numeric":  # PostgreSQL rounds a cast to integer: floor() it
+            return f"(floor({at} / {seconds}) * {seconds})"
+        return f"(CAST({at} / {seconds} AS INTEGER) * {seconds})"  # SQLite's cast truncates
+    if group_by == "category":
+        return "c.category"
+    return _GROUP_COLUMNS[group_by]
+
+
+def _window(query: StatsQuery, param: _Params) -> tuple[str, list[str], str | None]:
+    """The FROM, the WHERE terms and the group expression of a stats query."""
+    filters = query.filters
+    by_category = query.group_by == "category" or filters.category is not None
+    at = "c.created_at" if by_category else "s.created_at"
+    source = (
+        "score_categories c JOIN scores s ON s.run_id = c.run_id" if by_category else "scores s"
+    )
+    terms = [f"c.category = {param(filters.category)}"] if filters.category is not None else []
+    terms += _conditions(filters, param, at=at)
+    return source, terms, _group_expression(query.group_by, at, param.style)
+
+
+def stats_sql(query: StatsQuery, style: Literal["qmark", "numeric"]) -> tuple[str, list[object]]:
+    """Per group: the key, then `STATS_COLUMNS`, in one pass over the window."""
+    param = _Params(style)
+    source, terms, group = _window(query, param)
+    where = f" WHERE {' AND '.join(terms)}" if terms else ""
+    sums = [
+        *(f"SUM(CASE WHEN s.status = '{status}' THEN 1 ELSE 0 END)" for status in sorted(STATUSES)),
+        *(f"SUM(CASE WHEN s.verdict = '{verdict}' THEN 1 ELSE 0 END)" for verdict in VERDICTS),
+    ]
+    sql = (
+        f"SELECT {group or 'NULL'} AS g, COUNT(*), {', '.join(sums)}, COUNT(s.score),"
+        " AVG(s.score), COALESCE(SUM(s.judge_calls), 0), COALESCE(SUM(s.judge_tokens), 0)"
+        f" FROM {source}{where}{' GROUP BY ' + group if group else ''} ORDER BY COUNT(*) DESC"
+    )
+    return sql, param.values
+
+
+def p90_sql(query: StatsQuery, style: Literal["qmark", "numeric"]) -> tuple[str, list[object]]:
+    """Per group, its nearest-rank p90 score (the ceil(0.9 n)-th smallest), with
+    window functions, which both engines have: one sort of the window's scores."""
+    param = _Params(style)
+    source, terms, group = _window(query, param)
+    terms.append("s.score IS NOT NULL")
+    partition = f"PARTITION BY {group} " if group else ""
+    # (9n + 9) / 10 in integers is ceil(0.9 n), with no ceil() needed in SQLite.
+    return (
+        f"SELECT g, score FROM (SELECT {group or 'NULL'} AS g, s.score AS score,"
+        f" ROW_NUMBER() OVER ({partition}ORDER BY s.score) AS rn,"
+        f" COUNT(*) OVER ({partition.strip()}) AS n"
+        f" FROM {source} WHERE {' AND '.join(terms)}) ranked WHERE rn = (9 * n + 9) / 10"
+    ), param.values
+
+
+def stats_rows(
+    rows: Sequence[Sequence[Any]],
+    p90: Callable[[object], float | None],
+    *,
+    group_by: GroupBy | None,
+) -> list[StatsGroup]:
+    """`stats_sql`'s rows as groups; `p90(key)` gives each group's p90 score."""
+    groups = []
+    statuses = sorted(STATUSES)
+    for row in rows:
+        key, records, *rest = row
+        status_counts = rest[: len(statuses)]
+        verdict_counts = rest[len(statuses) : len(statuses) + len(VERDICTS)]
+        _, mean, calls, tokens = rest[len(statuses) + len(VERDICTS) :]
+        if group_by in TIME_BUCKETS and key is not None:
+            key = float(key)
+        groups.append(
+            StatsGroup(
+                key=key,
+                records=int(records),
+                statuses={
+                    name: int(count or 0)
+                    for name, count in zip(statuses, status_counts, strict=True)
+                },
+                verdicts={
+                    name: int(count or 0)
+                    for name, count in zip(VERDICTS, verdict_counts, strict=True)
+                },
+                mean_score=None if mean is None else round(float(mean), 4),
+                p90_score=p90(key),
+                judge_calls=int(calls or 0),
+                judge_tokens=int(tokens or 0),
+            )
+        )
+    if group_by in TIME_BUCKETS:
+        groups.sort(key=lambda group: float(group.key or 0))
+    return groups
+
+
+def _counts(names: Sequence[str], counts: Sequence[Any]) -> dict[str, int]:
+    return {name: int(count or 0) for name, count in zip(names, counts, strict=True)}
