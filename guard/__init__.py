@@ -5,6 +5,7 @@
 >>> result = await scorer.run(output="...")  # doctest: +SKIP
 """
 
+from guard.bias.categories import DEFAULT_CATEGORIES, Category
 from guard.bias.score import bias_score, is_biased
 from guard.bias.scorer import BiasScorer, create_bias_scorer
 from guard.errors import (
@@ -31,9 +32,11 @@ from guard.outputs import assistant_text
 from guard.result import AnalyzeStepResult, BiasResult, PreprocessStepResult, Verdict
 
 __all__ = [
+    "DEFAULT_CATEGORIES",
     "AnalyzeStepResult",
     "BiasResult",
     "BiasScorer",
+    "Category",
     "EvalItem",
     "GuardError",
     "ItemResult",
