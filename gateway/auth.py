@@ -33,9 +33,12 @@ class Authenticator:
         return not self._keys
 
     def check(self, headers: Headers) -> KeySettings | None:
+        return self.identify(presented_key(headers))
+
+    def identify(self, presented: str | None) -> KeySettings | None:
+        """The key `presented` is (None in open mode); raises `AuthenticationFailed`."""
         if self.open:
             return None
-        presented = presented_key(headers)
         if presented is None:
             raise AuthenticationFailed("Missing API key: send `Authorization: Bearer <key>`.")
         candidate = presented.encode()

@@ -91,6 +91,7 @@ class Recorder:
                 completion="\n\n".join(texts) if capture and texts else None,
                 updated_at=time.time(),
                 categories=outcome.result.categories if outcome.result is not None else None,
+                trace_id=_trace_id(request),
                 work=work,
                 attempts=attempts,
                 leased_by=lease[0] if lease else None,
@@ -202,3 +203,8 @@ def _stored_result(
         for key in _PROMPTS:
             data.pop(key, None)
     return data
+
+
+def _trace_id(request: ScoreRequest) -> str | None:
+    span = request.chat_span
+    return f"{span.trace_id:032x}" if span is not None and span.is_valid else None

@@ -130,7 +130,8 @@ def parse_score_query(
     _check_params(params, allowed)
     fields: dict[str, Any] = {}
     if "verdict" in params:
-        fields["verdict"] = _one_of(params["verdict"], "verdict", _VERDICTS)
+        verdicts = params["verdict"].split(",")
+        fields["verdict"] = tuple(_one_of(verdict, "verdict", _VERDICTS) for verdict in verdicts)
     if "status" in params:
         statuses = ("pending", *sorted(FINAL_STATUSES))
         fields["status"] = _one_of(params["status"], "status", statuses)
@@ -203,8 +204,9 @@ async def score_stats(request: Request) -> Response:
         else None
     )
     store = gateway.store
-    (total,) = await store.stats(StatsQuery(filters))
-    groups = await store.stats(StatsQuery(filters, group_by)) if group_by else []
+    scale = gateway.settings.judge.scale
+    (total,) = await store.stats(StatsQuery(filters, scale=scale))
+    groups = await store.stats(StatsQuery(filters, group_by, scale)) if group_by else []
     return JSONResponse(
         {
             "object": "bias.stats",

@@ -189,8 +189,9 @@ END;
 
 def _sqlite_v3(conn: sqlite3.Connection) -> None:
     present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
-    if "categories" not in present:
-        conn.execute("ALTER TABLE scores ADD COLUMN categories TEXT")
+    for name in ("categories", "trace_id"):
+        if name not in present:
+            conn.execute(f"ALTER TABLE scores ADD COLUMN {name} TEXT")
     for statement in (_SEARCH_INDEXES + _CATEGORY_TABLE.format(real="REAL")).split(";"):
         if statement.strip():
             conn.execute(statement)
@@ -202,6 +203,7 @@ def _sqlite_v3(conn: sqlite3.Connection) -> None:
 
 _POSTGRES_V3 = (
     "ALTER TABLE scores ADD COLUMN IF NOT EXISTS categories TEXT;"
+    "ALTER TABLE scores ADD COLUMN IF NOT EXISTS trace_id TEXT;"
     + _SEARCH_INDEXES
     + _CATEGORY_TABLE.format(real="DOUBLE PRECISION")
     + """
@@ -242,7 +244,9 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "scores and score_cache", _sqlite_v1, _POSTGRES_V1),
     Migration(2, "durable scoring work: work, attempts, lease", _sqlite_v2, _POSTGRES_V2),
-    Migration(3, "categories, and indexes for search and stats", _sqlite_v3, _POSTGRES_V3),
+    Migration(
+        3, "categories, trace ids, and indexes for search and stats", _sqlite_v3, _POSTGRES_V3
+    ),
 )
 
 _LEDGER = (

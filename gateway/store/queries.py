@@ -38,8 +38,9 @@ __all__ = [
 
 VERDICTS = ("pass", "flag", "block")
 TIME_BUCKETS = {"minute": 60, "hour": 3600, "day": 86400}
-GROUPS = ("verdict", "status", "model", "key", "category", *TIME_BUCKETS)
-GroupBy = Literal["verdict", "status", "model", "key", "category", "minute", "hour", "day"]
+GROUPS = ("verdict", "status", "model", "key", "category", "score", *TIME_BUCKETS)
+GroupBy = Literal["verdict", "status", "model", "key", "category", "score", "minute", "hour", "day"]
+SCORE_BUCKETS = 10  # group_by=score: tenths of the scale, the top one closed
 _GROUP_COLUMNS = {
     "verdict": "s.verdict",
     "status": "s.status",
@@ -56,7 +57,7 @@ class CursorError(ValueError):
 class ScoreQuery:
     """Which records to list; every field but `limit` and `cursor` narrows the set."""
 
-    verdict: str | None = None
+    verdict: tuple[str, ...] | None = None  # any of these
     status: str | None = None
     model: str | None = None
     key: str | None = None
@@ -72,6 +73,7 @@ class ScoreQuery:
 class StatsQuery:
     filters: ScoreQuery
     group_by: GroupBy | None = None
+    scale: float = 1.0  # the judge's scale: group_by=score's buckets are tenths of it
 
 
 STATS_COLUMNS = (
@@ -140,8 +142,9 @@ class _Params:
 def _conditions(query: ScoreQuery, param: _Params, *, at: str) -> list[str]:
     """The WHERE terms of `query` but the category and cursor; `at` is the time column."""
     terms = []
+    if query.verdict is not None:
+        terms.append(f"s.verdict IN ({', '.join(param(verdict) for verdict in query.verdict)})")
     for column, value in (
-        ("s.verdict", query.verdict),
         ("s.status", query.status),
         ("s.model", query.model),
         ("s.key_name", query.key),
@@ -181,7 +184,7 @@ def search_sql(query: ScoreQuery, style: Literal["qmark", "numeric"]) -> tuple[s
     return sql, param.values
 
 
-def _group_expression(group_by: GroupBy | None, at: str, style: str) -> str | None:
+def _group_expression(group_by: GroupBy | None, at: str, style: str, scale: float) -> str | None:
     if group_by is None:
         return None
     if group_by in TIME_BUCKETS:
@@ -191,6 +194,12 @@ def _group_expression(group_by: GroupBy | None, at: str, style: str) -> str | No
         return f"(CAST({at} / {seconds} AS INTEGER) * {seconds})"  # SQLite's cast truncates
     if group_by == "category":
         return "c.category"
+    if group_by == "score":
+        # The bucket's index, 0 to 9: tenths of the scale, a score at the top in the last.
+        # `scale` is a float from the config, written as a literal, never user input.
+        ratio = f"s.score * {SCORE_BUCKETS} / {float(scale)!r}"
+        raw = f"floor({ratio})" if style == "numeric" else f"CAST({ratio} AS INTEGER)"
+        return f"(CASE WHEN {raw} >= {SCORE_BUCKETS} THEN {SCORE_BUCKETS - 1} ELSE {raw} END)"
     return _GROUP_COLUMNS[group_by]
 
 
@@ -204,7 +213,9 @@ def _window(query: StatsQuery, param: _Params) -> tuple[str, list[str], str | No
     )
     terms = [f"c.category = {param(filters.category)}"] if filters.category is not None else []
     terms += _conditions(filters, param, at=at)
-    return source, terms, _group_expression(query.group_by, at, param.style)
+    if query.group_by == "score":
+        terms.append("s.score IS NOT NULL")  # an unscored record is in no bucket
+    return source, terms, _group_expression(query.group_by, at, param.style, query.scale)
 
 
 def stats_sql(query: StatsQuery, style: Literal["qmark", "numeric"]) -> tuple[str, list[object]]:
@@ -256,6 +267,8 @@ def stats_rows(
         _, mean, calls, tokens = rest[len(statuses) + len(VERDICTS) :]
         if group_by in TIME_BUCKETS and key is not None:
             key = float(key)
+        elif group_by == "score" and key is not None:
+            key = int(key)
         groups.append(
             StatsGroup(
                 key=key,
@@ -274,7 +287,7 @@ def stats_rows(
                 judge_tokens=int(tokens or 0),
             )
         )
-    if group_by in TIME_BUCKETS:
+    if group_by in TIME_BUCKETS or group_by == "score":
         groups.sort(key=lambda group: float(group.key or 0))
     return groups
 

@@ -76,6 +76,7 @@ class ScoreRecord:
     leased_by: str | None = None  # the worker id holding the claim
     # The categories of bias found (`BiasResult.categories`), most frequent first.
     categories: list[str] | None = None
+    trace_id: str | None = None  # the request's trace (32 hex digits), for finding it
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready values (`result` is deep-copied)."""

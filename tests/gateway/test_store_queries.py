@@ -74,7 +74,7 @@ def corpus(count: int = 300, seed: int = 7) -> list[ScoreRecord]:
 
 def matches(record: ScoreRecord, query: ScoreQuery) -> bool:
     return (
-        (query.verdict is None or record.verdict == query.verdict)
+        (query.verdict is None or record.verdict in query.verdict)
         and (query.status is None or record.status == query.status)
         and (query.model is None or record.model == query.model)
         and (query.key is None or record.key_name == query.key)
@@ -110,14 +110,15 @@ def _fields(query: ScoreQuery) -> dict[str, Any]:
 
 QUERIES = [
     ScoreQuery(limit=50),
-    ScoreQuery(verdict="block", limit=7),
+    ScoreQuery(verdict=("block",), limit=7),
     ScoreQuery(status="pending", limit=10),
     ScoreQuery(model="claude", key="team-a", limit=5),
     ScoreQuery(category="gender", limit=6),
-    ScoreQuery(category="other", verdict="flag", limit=3),
+    ScoreQuery(category="other", verdict=("flag",), limit=3),
     ScoreQuery(min_score=0.5, since=T0 + 86400, until=T0 + 2 * 86400, limit=9),
     ScoreQuery(category="political", since=T0 + 3600, limit=4),
-    ScoreQuery(verdict="pass", model="nobody", limit=5),
+    ScoreQuery(verdict=("pass",), model="nobody", limit=5),
+    ScoreQuery(verdict=("flag", "block"), limit=11),
 ]
 
 
@@ -204,6 +205,8 @@ async def test_stats_by_group_match_the_reference(store: Store, group_by: str) -
         if group_by in ("hour", "day"):
             seconds = 3600 if group_by == "hour" else 86400
             return [float(int(record.created_at // seconds) * seconds)]
+        if group_by == "score":
+            return [] if record.score is None else [min(9, int(record.score * 10))]
         return [getattr(record, "key_name" if group_by == "key" else group_by)]
 
     expected: dict[Any, list[ScoreRecord]] = {}
@@ -213,7 +216,7 @@ async def test_stats_by_group_match_the_reference(store: Store, group_by: str) -
     assert {group.key for group in groups} == set(expected)
     for group in groups:
         assert as_reference(group.to_dict()) == reference_stats(expected[group.key]), group.key
-    if group_by in ("hour", "day"):
+    if group_by in ("hour", "day", "score"):
         assert [group.key for group in groups] == sorted(expected)
     else:
         counts = [group.records for group in groups]

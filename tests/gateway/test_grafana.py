@@ -1,0 +1,307 @@
+"""The Grafana dashboard in deploy/grafana: its panels, and that every metric its
+queries name is one the gateway's `/metrics` really serves.
+
+No Grafana or Prometheus server runs here: the queries are checked by reading
+them, and the metric names they use against a scrape of a real gateway.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gateway.metrics import Metrics
+from tests.gateway.conftest import RunningGateway, policy
+from tests.support.fake_openai import FakeOpenAI, Fault
+
+MakeGateway = Callable[..., RunningGateway]
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "bias-gateway.json"
+REQUEST: dict[str, Any] = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}
+
+PANELS = {
+    "Request rate by route and status",
+    "Gateway request latency p95 by route",
+    "Upstream latency p95 by model",
+    "Verdict rate by verdict",
+    "Score distribution",
+    "Score p50 / p90",
+    "Biased opinions by category",
+    "Biased opinions by category (over the range)",
+    "Judge latency p50 / p95 by step",
+    "Judge errors by type and 429s",
+    "Judge tokens rate by step and type",
+    "Judge calls rate by step",
+    "Queue depth, scorings in flight, pending work",
+    "Skipped by reason",
+    "Dropped by reason",
+    "Work claimed / expired by reason",
+}
+
+# What the issue asks the dashboard to show, as the series its queries must read.
+COVERED = {
+    "gateway_requests_total",
+    "gateway_request_duration_seconds_bucket",
+    "bias_verdicts_total",
+    "bias_score_bucket",
+    "bias_category_opinions_total",
+    "bias_judge_step_duration_seconds_bucket",
+    "bias_judge_errors_total",
+    "bias_judge_rate_limited_total",
+    "bias_judge_tokens_total",
+    "bias_scoring_queue_depth",
+    "bias_scorings_in_flight",
+    "bias_work_pending",
+    "bias_skipped_total",
+    "bias_dropped_total",
+    "bias_work_claimed_total",
+    "bias_work_expired_total",
+}
+
+# Labelled counters that ordinary traffic does not increment, so they have no
+# sample yet: for these the scrape must still declare the family (# HELP/# TYPE).
+DECLARED_ONLY = {
+    "bias_dropped_total": "only at shutdown, for enforce scorings still running",
+    "bias_work_expired_total": "only when pending work exhausts its attempts or its gateway",
+}
+
+# Words that are PromQL but never a metric name: aggregation operators and their
+# modifiers, set and vector-matching keywords, number literals.
+KEYWORDS = frozenset(
+    {
+        "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
+        "bottomk", "topk", "quantile", "limitk", "limit_ratio",
+        "by", "without", "on", "ignoring", "group_left", "group_right", "bool",
+        "and", "or", "unless", "atan2", "offset", "start", "end", "inf", "nan",
+    }
+)  # fmt: skip
+_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_VARIABLE = re.compile(r"\$\{[^}]*\}|\$\w+")
+_TOKEN = re.compile(
+    r"(?P<number>(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)[a-zA-Z]*(?:\d+[a-zA-Z]+)*)"
+    r"|(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)"
+    r"|(?P<other>\S)"
+)
+_LABEL_VALUES = re.compile(r"label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{[^}]*\})?\s*,")
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads.
+
+    String literals (label values, regexes, label_replace arguments), Grafana
+    variables, label matchers `{...}`, ranges `[...]` and grouping lists
+    (`by (...)`, `on (...)`, ...) go first; of the identifiers left, those followed
+    by `(` are functions and the KEYWORDS are keywords: the rest are metrics.
+    """
+    if "__name__" in expr:
+        raise ValueError(f"a metric chosen by __name__ cannot be checked: {expr}")
+    text = _STRING.sub('""', expr)
+    text = _VARIABLE.sub("", text)
+    text = re.sub(r"\{[^{}]*\}", " ", text)
+    text = re.sub(r"\[[^\[\]]*\]", " ", text)
+    text = _GROUPING.sub(" ", text)
+    names: set[str] = set()
+    for token in _TOKEN.finditer(text):
+        name = token.group("name")
+        if name is None or name.lower() in KEYWORDS:
+            continue
+        if text[token.end() :].lstrip().startswith("("):
+            continue  # a function call
+        names.add(name)
+    return names
+
+
+def load_dashboard() -> dict[str, Any]:
+    dashboard: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return dashboard
+
+
+def panels_of(dashboard: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every panel that shows data: rows left out, collapsed rows' panels included."""
+    found: list[dict[str, Any]] = []
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            found.extend(panel.get("panels", []))
+        else:
+            found.append(panel)
+    return found
+
+
+def exprs_of(dashboard: Mapping[str, Any]) -> list[str]:
+    return [target["expr"] for panel in panels_of(dashboard) for target in panel["targets"]]
+
+
+def referenced(dashboard: Mapping[str, Any]) -> set[str]:
+    """Every metric name the dashboard's queries and query variables read."""
+    names: set[str] = set()
+    for expr in exprs_of(dashboard):
+        names |= metric_names(expr)
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            query = variable["query"]
+            text = query["query"] if isinstance(query, dict) else query
+            names |= set(_LABEL_VALUES.findall(text))
+    return names
+
+
+class Served:
+    """What a Prometheus text scrape offers to a query."""
+
+    def __init__(self, text: str) -> None:
+        self.samples: set[str] = set()
+        self.declared: set[str] = set()
+        self.labels: dict[str, set[str]] = {}
+        for family in text_string_to_metric_families(text):
+            # The parser names a counter family without its `_total`.
+            if family.type == "counter":
+                self.declared.add(family.name + "_total")
+            elif family.type in ("histogram", "gaugehistogram"):
+                self.declared |= {family.name + suffix for suffix in ("_bucket", "_sum", "_count")}
+            elif family.type == "summary":
+                self.declared |= {family.name, family.name + "_sum", family.name + "_count"}
+            else:
+                self.declared.add(family.name)
+            for sample in family.samples:
+                self.samples.add(sample.name)
+                self.labels.setdefault(sample.name, set()).update(sample.labels)
+
+    def unserved(self, names: Iterable[str], declared_only: Iterable[str] = ()) -> list[str]:
+        """The names a query could not read: no sample, or for `declared_only` no family."""
+        allowed = set(declared_only)
+        return sorted(
+            name
+            for name in names
+            if name not in self.samples and not (name in allowed and name in self.declared)
+        )
+
+
+def scrape(gateway: RunningGateway) -> str:
+    with gateway.http() as http:
+        response = http.get("/metrics")
+    assert response.status_code == 200
+    return response.text
+
+
+# -- the extractor and the checker -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expr", "names"),
+    [
+        (
+            'histogram_quantile(0.95, sum by (le, route) (rate(a_bucket{model=~"$model",'
+            ' le="0.5"}[$__rate_interval])))',
+            {"a_bucket"},
+        ),
+        ("a_total / ignoring(code) group_left b_total offset 1h30m", {"a_total", "b_total"}),
+        ("sum(rate(c_total[5m])) by (reason) > 0.5 and on(job) up == bool 1e3", {"c_total", "up"}),
+        ("max_over_time(g[1h:5m]) * -.5 + 0x1F", {"g"}),
+        ('count(label_replace(m, "dst", "$1", "src", "(rate|sum) x_total{}"))', {"m"}),
+        ("sum without (instance) (d:rate5m) unless e @ start()", {"d:rate5m", "e"}),
+        ("topk(5, sum (rate(f_total[$__range])))", {"f_total"}),
+    ],
+)
+def test_metric_names_are_read_from_promql(expr: str, names: set[str]) -> None:
+    assert metric_names(expr) == names
+
+
+def test_a_metric_chosen_by_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="__name__"):
+        metric_names('rate({__name__="x_total"}[5m])')
+
+
+def test_the_checker_finds_a_metric_that_is_not_served() -> None:
+    served = Served(Metrics().render().decode())
+    # Unlabelled series exist at once; labelled ones only once they are set.
+    assert served.unserved(["bias_judge_rate_limited_total", "bias_scoring_queue_depth"]) == []
+    assert served.unserved(["bias_nonexistent_total"]) == ["bias_nonexistent_total"]
+    # A histogram is queried by its series, never by the family's bare name.
+    assert served.unserved(["bias_score"], declared_only=["bias_score"]) == ["bias_score"]
+    assert served.unserved(["bias_dropped_total"]) == ["bias_dropped_total"]
+    assert served.unserved(["bias_dropped_total"], declared_only=["bias_dropped_total"]) == []
+    assert served.unserved(["bias_nonexistent_total"], declared_only=["bias_nonexistent_total"])
+    assert "bias_judge_calls_total" in served.declared  # declared as "bias_judge_calls"
+
+
+# -- the dashboard -----------------------------------------------------------------
+
+
+def test_dashboard_has_the_panels_and_settings() -> None:
+    dashboard = load_dashboard()
+    assert dashboard["title"] == "bias-gateway"
+    assert dashboard["uid"]
+    assert dashboard["tags"]
+    assert dashboard["time"] == {"from": "now-6h", "to": "now"}
+    assert dashboard["refresh"] == "30s"
+    assert dashboard["schemaVersion"] >= 39
+    panels = panels_of(dashboard)
+    titles = [panel["title"] for panel in panels]
+    assert len(titles) == len(set(titles))
+    assert PANELS <= set(titles), PANELS - set(titles)
+    nested = [inner for row in dashboard["panels"] for inner in row.get("panels", [])]
+    ids = [panel["id"] for panel in [*dashboard["panels"], *nested]]
+    assert len(ids) == len(set(ids))
+    variables = {variable["name"]: variable for variable in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    assert variables["model"]["query"]["query"] == "label_values(bias_verdicts_total, model)"
+    assert variables["model"]["allValue"] == ".*"
+    for panel in panels:
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["expr"].strip(), panel["title"]
+            assert target["datasource"] == panel["datasource"], panel["title"]
+        grid = panel["gridPos"]
+        assert grid["x"] >= 0 and grid["w"] > 0 and grid["x"] + grid["w"] <= 24, panel["title"]
+        refs = [target["refId"] for target in panel["targets"]]
+        assert len(refs) == len(set(refs)), panel["title"]
+    by_title = {panel["title"]: panel for panel in panels}
+    assert by_title["Score distribution"]["type"] in ("heatmap", "bargauge")
+    assert by_title["Biased opinions by category (over the range)"]["type"] == "bargauge"
+
+
+def test_dashboard_covers_what_the_issue_asks_for() -> None:
+    names = referenced(load_dashboard())
+    assert COVERED <= names, COVERED - names
+    assert set(DECLARED_ONLY) <= names  # an entry the dashboard no longer needs is removed
+
+
+def test_every_dashboard_metric_is_served(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    fake_openai.unique_replies = True  # no score cache hit hides the judge's cost metrics
+    gateway = make_gateway(**policy(mode="enforce", allow_client_override=True))
+    # The first upstream call fails (skipped: upstream_error); the next scoring's
+    # preprocess step fails (bias_judge_errors_total).
+    fake_openai.fail(Fault(step="chat", status=500), Fault(step="preprocess", status=401))
+    with gateway.http() as http:
+        statuses = [
+            http.post("/v1/chat/completions", json=REQUEST).headers.get("x-bias-status")
+            for _ in range(4)
+        ]
+        monitored = http.post(
+            "/v1/chat/completions", json=REQUEST, headers={"x-bias-mode": "monitor"}
+        )
+    assert statuses == ["skipped", "error", "scored", "scored"]
+    assert monitored.headers["x-bias-status"] == "pending"
+    assert gateway.wait_for_score(monitored.headers["x-bias-run-id"])["status"] == "scored"
+
+    served = Served(scrape(gateway))
+    dashboard = load_dashboard()
+    names = referenced(dashboard)
+    assert served.unserved(names, declared_only=DECLARED_ONLY) == []
+    # The check can fail: a name the gateway does not serve is reported.
+    assert served.unserved([*names, "bias_nonexistent_total"], DECLARED_ONLY) == [
+        "bias_nonexistent_total"
+    ]
+    # Every query over a metric with a model label follows the model variable.
+    for expr in exprs_of(dashboard):
+        if any("model" in served.labels.get(name, set()) for name in metric_names(expr)):
+            assert '=~"$model"' in expr, expr
