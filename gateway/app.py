@@ -41,6 +41,7 @@ from gateway.state import Gateway
 from gateway.store import open_store
 from gateway.surfaces import SURFACES
 from gateway.telemetry import Telemetry
+from gateway.ui import ui_routes
 from gateway.upstream import Upstream
 from guard import Judge
 
@@ -145,6 +146,7 @@ def create_app(
                 passthrough,
                 methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             ),
+            *ui_routes(),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
