@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
@@ -31,11 +32,17 @@ from guard.errors import GuardError, JudgeError, OutputShapeError
 from guard.evals import EvalItem, ItemResult, run_evals
 from guard.judge import resolve_judge
 from guard.outputs import assistant_text
+from guard.report import (
+    SUMMARY_BUCKETS,
+    bucket_labels,
+    paired_opinions,
+    render_report,
+    score_buckets,
+)
 from guard.result import BiasResult
 
 __all__ = ["main"]
 
-_BUCKETS = 5
 _SHOWN_FAILURES = 10
 
 
@@ -118,6 +125,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--target", help="model that writes outputs for lines without one")
     run.add_argument("--target-base-url", help="OpenAI-compatible endpoint of --target")
+    run.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="also write a self-contained HTML report (summary, charts, every item) here",
+    )
     return parser
 
 
@@ -150,22 +163,18 @@ def _result_json(result: BiasResult, output: Any, *, full: bool) -> dict[str, An
     """Mastra's whole result with `full`; else the score, each opinion's verdict, the reason."""
     if full:
         return result.to_json_dict()
-    opinions = result.preprocess_step_result.opinions
-    verdicts = result.analyze_step_result.results
-    if not opinions and len(verdicts) == 1:
-        # No opinions found: the whole text was judged as one statement.
-        opinions = [assistant_text(output)]
     return {
         "score": result.score,
         "scale": result.scale,
         "opinions": [
             {
-                # A judge may return more verdicts than opinions; those have none to show.
-                "opinion": opinions[n] if n < len(opinions) else None,
+                # No opinions found: the whole text was judged as one statement. A judge
+                # may return more verdicts than opinions; those have none to show.
+                "opinion": opinion,
                 "biased": is_biased(verdict.result),
                 "reason": verdict.reason,
             }
-            for n, verdict in enumerate(verdicts)
+            for opinion, verdict in paired_opinions(result, output)
         ],
         "reason": result.reason,
     }
@@ -180,12 +189,17 @@ def _eval(args: argparse.Namespace) -> int:
     target = None
     if args.target:
         target = resolve_judge(args.target, base_url=args.target_base_url, api_key=None)
+    if args.html is not None:
+        _check_html(args.html)  # before any scoring, and before --out creates its file
     out = _open_out(args.out) if args.out else None
     progress = _progress(stderr)
     scores: list[float] = []
+    done: list[ItemResult] = []  # for --html only
 
     def on_item(item: ItemResult) -> None:
         scores.extend(result.score for result in item.scores.values())
+        if args.html is not None:
+            done.append(item)
         if out is not None:
             row = _item_json(item, line=dataset.lines[item.index], full=args.full)
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -213,7 +227,23 @@ def _eval(args: argparse.Namespace) -> int:
         finally:
             if out is not None:
                 out.close()
-    Console().print(_summary_table(report, scorer, scores, dataset, args.file))
+    stdout = Console()
+    stdout.print(_summary_table(report, scorer, scores, dataset, args.file))
+    if scores:
+        stdout.print(_categories_table(report["categories"][scorer.id], len(scores)))
+    if args.html is not None:
+        page = render_report(
+            done,
+            scorer_id=scorer.id,
+            scale=scorer.scale,
+            source=str(args.file),
+            judge=scorer.judge.model,
+            lines=dataset.lines,
+            skipped=dataset.skipped,
+            generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        )
+        _write_html(args.html, page)
+        print(f"bias-guard: wrote the HTML report to {args.html}")
     for error in report["errors"][:_SHOWN_FAILURES]:
         line = dataset.lines[error["index"]]
         stderr.print(f"line {line}: {error['error']}", style="red", markup=False)
@@ -227,6 +257,25 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"bias-guard: error: every item failed; first error: {first}", file=sys.stderr)
         return 1
     return 0
+
+
+def _check_html(path: Path) -> None:
+    """Fail before scoring when the report could not be written where asked."""
+    if path.is_dir():
+        raise CLIError(f"--html {path}: is a folder; give a file name")
+    folder = path.parent
+    if not folder.exists():
+        raise CLIError(f"--html {path}: the folder {folder} does not exist")
+    if not folder.is_dir():
+        raise CLIError(f"--html {path}: {folder} is not a folder")
+
+
+def _write_html(path: Path, page: str) -> None:
+    try:
+        with path.open("w", encoding="utf-8", newline="\n") as file:
+            file.write(page)
+    except OSError as exc:
+        raise CLIError(f"--html {path}: {exc.strerror}") from exc
 
 
 def _open_out(path: Path) -> TextIO:
@@ -404,12 +453,21 @@ def _summary_table(
     table.add_row("failed", str(summary["failedItems"]))
     table.add_row("mean score", "n/a" if mean is None else f"{mean:.4g}")
     if scores:
-        width = scorer.scale / _BUCKETS
-        counts = [0] * _BUCKETS
-        for value in scores:
-            counts[min(int(value / width), _BUCKETS - 1)] += 1
-        for bucket, count in enumerate(counts):
-            low, high = bucket * width, (bucket + 1) * width
-            closing = "]" if bucket == _BUCKETS - 1 else ")"
-            table.add_row(f"score [{low:.3g}, {high:.3g}{closing}", str(count))
+        counts = score_buckets(scores, scorer.scale, SUMMARY_BUCKETS)
+        for label, count in zip(bucket_labels(scorer.scale, SUMMARY_BUCKETS), counts, strict=True):
+            table.add_row(f"score {label}", str(count))
+    return table
+
+
+def _categories_table(categories: list[dict[str, Any]], scored: int) -> Table | Text:
+    """Per category: scored items with a biased opinion in it, and the mean category score."""
+    if not categories:
+        return Text("bias categories: none (no biased opinion)")
+    # Mean over every scored item: an item without the category counts 0.
+    table = Table(title="bias categories")
+    table.add_column("category", overflow="fold")
+    table.add_column(f"items (of {scored})", justify="right", no_wrap=True)
+    table.add_column("mean score", justify="right", no_wrap=True)
+    for entry in categories:
+        table.add_row(Text(entry["category"]), str(entry["items"]), f"{entry['meanScore']:.4g}")
     return table

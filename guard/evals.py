@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from guard.judge import Judge, resolve_judge
 from guard.result import BiasResult
 
-__all__ = ["EvalItem", "ItemResult", "Scorer", "run_evals"]
+__all__ = ["CategorySummary", "EvalItem", "ItemResult", "Scorer", "category_breakdown", "run_evals"]
 
 Target = Callable[[Any], Awaitable[Any]] | Judge | str
 
@@ -71,7 +71,9 @@ async def run_evals(
     summary and never stops the run.
 
     Returns `{"scores": {scorer_id: mean}, "summary": {"totalItems": n,
-    "failedItems": k}, "errors": [...]}`.
+    "failedItems": k}, "errors": [...], "categories": {scorer_id: [...]}}`,
+    where `categories` is each scorer's `category_breakdown` in JSON form:
+    `[{"category": "gender", "items": 2, "meanScore": 0.25}, ...]`.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
@@ -147,11 +149,57 @@ def _report(done: Sequence[ItemResult], scorers: Sequence[Scorer]) -> dict[str, 
         for item in done
         for source, message in item.errors.items()
     ]
+    categories = {
+        scorer.id: [
+            summary.to_json()
+            for summary in category_breakdown(
+                item.scores[scorer.id] for item in done if scorer.id in item.scores
+            )
+        ]
+        for scorer in scorers
+    }
     return {
         "scores": means,
         "summary": {"totalItems": len(done), "failedItems": sum(item.failed for item in done)},
         "errors": errors,
+        "categories": categories,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class CategorySummary:
+    """One category across a run: the scored items with a biased opinion in it, and
+    the mean of its category score over every scored item (0 where it is absent)."""
+
+    category: str
+    items: int
+    mean_score: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"category": self.category, "items": self.items, "meanScore": self.mean_score}
+
+
+def category_breakdown(results: Iterable[BiasResult]) -> list[CategorySummary]:
+    """Per category named by some result, across the scored `results`: how many have
+    at least one biased opinion in it (the category is among its `category_scores`),
+    and the mean category score over all of them, items without it counting 0,
+    rounded to 4 places as the run's mean scores are. Most items first; ties by the
+    higher mean, then by id. No results, or none with a category: `[]`. Pure.
+    """
+    scored = 0
+    items: dict[str, int] = {}
+    totals: dict[str, float] = {}
+    for result in results:
+        scored += 1
+        for category, score in result.category_scores.items():
+            items[category] = items.get(category, 0) + 1
+            totals[category] = totals.get(category, 0.0) + score
+    summaries = [
+        CategorySummary(category, count, round(totals[category] / scored, 4))
+        for category, count in items.items()
+    ]
+    summaries.sort(key=lambda summary: (-summary.items, -summary.mean_score, summary.category))
+    return summaries
 
 
 def _describe(exc: Exception) -> str:

@@ -441,6 +441,192 @@ def test_eval_out_in_a_missing_directory_exits_2(
     assert capsys.readouterr().err == f"bias-guard: error: --out {out}: No such file or directory\n"
 
 
+# -- eval: the per-category breakdown and --html ------------------------------------
+
+HOSTILE = '<script>alert(1)</script> "><img src=x onerror=1>'
+
+
+def script_categories(fake: FakeOpenAI) -> list[str]:
+    """Four items: gender 0.5; geographical 1 and gender 0.5; none; political 0.5."""
+    fake.opinions = ["first opinion", "second opinion"]
+    fake.verdicts_for = {
+        "女性": [("yes", "性别刻板印象。", ["gender"]), ("no", "中立。")],
+        "북쪽": [
+            ("yes", "지역 고정관념.", ["geographical", "gender"]),
+            ("yes", "지역.", ["geographical"]),
+        ],
+        "Water boils": [("no", "A fact."), ("no", "A fact.")],
+        "alert(1)": [("yes", HOSTILE, ["political"]), ("no", "fine")],
+    }
+    return [
+        json.dumps({"input": "q0", "output": "女性不适合当领导。"}, ensure_ascii=False),
+        json.dumps({"input": "q1", "output": "북쪽 사람들은 게으르다."}, ensure_ascii=False),
+        json.dumps({"input": "q2", "output": "Water boils at 100 C."}),
+        json.dumps({"input": HOSTILE, "output": f"{HOSTILE} alert(1)"}),
+    ]
+
+
+def test_eval_summary_prints_the_per_category_breakdown(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write(tmp_path / "d.jsonl", script_categories(fake_openai))
+    assert main(["eval", str(data), *judge_args(fake_openai), "--no-reason"]) == 0
+    out = capsys.readouterr().out
+    assert "bias categories" in out
+    assert re.search(r"items \(of 4\)\s*┃\s*mean score", out)
+    # Most items first; mean over all four scored items, 0 where absent.
+    found = re.findall(r"│ (\w+)\s*│\s*(\d+) │\s*([\d.]+) │", out.split("bias categories", 1)[1])
+    assert found == [
+        ("gender", "2", "0.25"),
+        ("geographical", "1", "0.25"),
+        ("political", "1", "0.125"),
+    ]
+    # The existing summary is unchanged.
+    assert re.search(r"items\s*│\s*4 │", out)
+    assert re.search(r"mean score\s*│\s*0\.5 │", out)
+    assert re.search(r"score \[0\.4, 0\.6\)\s*│\s*2 │", out)
+
+
+def test_eval_summary_puts_a_score_on_a_bands_lower_edge_in_that_band(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 3 of 5 biased scores 0.6, and 0.6 / 0.2 is just below 3 in floating point.
+    fake_openai.opinions = ["a", "b", "c", "d", "e"]
+    fake_openai.verdicts = [("yes", "r"), ("yes", "r"), ("yes", "r"), ("no", "r"), ("no", "r")]
+    data = write(tmp_path / "d.jsonl", [row(0)])
+    assert main(["eval", str(data), *judge_args(fake_openai), "--no-reason"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"score \[0\.4, 0\.6\)\s*│\s*0 │", out)
+    assert re.search(r"score \[0\.6, 0\.8\)\s*│\s*1 │", out)
+
+
+def test_eval_summary_says_when_no_category_was_found(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_openai.verdicts = [("no", "Fine.")]
+    data = write(tmp_path / "d.jsonl", [row(0)])
+    assert main(["eval", str(data), *judge_args(fake_openai), "--no-reason"]) == 0
+    assert "bias categories: none (no biased opinion)" in capsys.readouterr().out
+
+
+def test_eval_summary_of_a_run_where_every_item_failed_has_no_breakdown(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_openai.fail(Fault(step="preprocess", status=401))
+    data = write(tmp_path / "d.jsonl", [row(0)])
+    assert main(["eval", str(data), *judge_args(fake_openai)]) == 1
+    assert "bias categories" not in capsys.readouterr().out
+
+
+def test_eval_html_writes_a_self_contained_report(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write(tmp_path / "d.jsonl", [*script_categories(fake_openai), "{not json"])
+    report = tmp_path / "report.html"
+    code = main(["eval", str(data), *judge_args(fake_openai), "--html", str(report)])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["d.jsonl", "report.html"]
+    page = report.read_bytes().decode("utf-8")  # strict: the file is UTF-8
+    assert '<meta charset="utf-8">' in page
+    assert captured.out.rstrip().endswith(f"bias-guard: wrote the HTML report to {report}")
+    # Every item, with its line in the file, texts, verdicts and reasons.
+    for index, line in enumerate([1, 2, 3, 4]):
+        assert f'<tr id="item-{index}"' in page
+        assert f'<div class="line">line {line}</div>' in page
+    for text in (
+        "女性不适合当领导。",
+        "性别刻板印象。",
+        "북쪽 사람들은 게으르다.",
+        "지역 고정관념.",
+    ):
+        assert text in page
+    assert "Water boils at 100 C." in page
+    assert fake_openai.reason in page
+    # The categories, most items first, in the chart and the table.
+    table = page.split('<section id="categories">', 1)[1].split("</section>", 1)[0]
+    assert re.findall(r"<tr><td>(\w+)</td><td>(\d+)</td>", table) == [
+        ("gender", "2"),
+        ("geographical", "1"),
+        ("political", "1"),
+    ]
+    assert page.count("<svg") == 3
+    assert '<th scope="row">skipped lines</th><td>1</td>' in page
+    assert '<th scope="row">judge calls</th><td>12</td>' in page
+    # The judge's hostile reason and the hostile dataset text are escaped.
+    assert "<script" not in page
+    assert "<img" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&quot;&gt;&lt;img src=x onerror=1&gt;" in page
+    # Offline: the judge's URL (or any other) is nowhere.
+    assert "http://" not in page
+    assert "https://" not in page
+
+
+def test_eval_html_shows_failed_items_and_is_written_when_every_item_failed(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_openai.fail(Fault(step="preprocess", status=401))
+    data = write(tmp_path / "d.jsonl", [row(0)])
+    report = tmp_path / "report.html"
+    assert main(["eval", str(data), *judge_args(fake_openai), "--html", str(report)]) == 1
+    page = report.read_text(encoding="utf-8")
+    assert '<tr id="item-0" class="item failed">' in page
+    assert "JudgeUnavailable: judge answered HTTP 401" in page
+    assert '<th scope="row">mean score</th><td>n/a</td>' in page
+    assert "every item failed" in capsys.readouterr().err
+
+
+def test_eval_html_in_a_missing_folder_exits_2_before_scoring(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write(tmp_path / "d.jsonl", [row(0)])
+    report = tmp_path / "no" / "such" / "report.html"
+    out = tmp_path / "results.jsonl"
+    args = ["eval", str(data), *judge_args(fake_openai), "--out", str(out), "--html", str(report)]
+    assert main(args) == 2
+    assert capsys.readouterr().err == (
+        f"bias-guard: error: --html {report}: the folder {report.parent} does not exist\n"
+    )
+    assert fake_openai.requests == []  # nothing was scored
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["d.jsonl"]  # nor created
+
+
+def test_eval_html_that_is_a_folder_or_under_a_file_exits_2(
+    fake_openai: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write(tmp_path / "d.jsonl", [row(0)])
+    assert main(["eval", str(data), *judge_args(fake_openai), "--html", str(tmp_path)]) == 2
+    assert f"--html {tmp_path}: is a folder" in capsys.readouterr().err
+    under = data / "report.html"
+    assert main(["eval", str(data), *judge_args(fake_openai), "--html", str(under)]) == 2
+    assert f"--html {under}: {data} is not a folder" in capsys.readouterr().err
+    assert fake_openai.requests == []
+
+
+def test_eval_html_that_cannot_be_written_exits_2(
+    fake_openai: FakeOpenAI,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = write(tmp_path / "d.jsonl", [row(0)])
+    report = tmp_path / "report.html"
+
+    def denied(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    real = cli._write_html
+
+    def write_html(path: Path, page: str) -> None:
+        monkeypatch.setattr(Path, "open", denied)  # only once scoring is done
+        real(path, page)
+
+    monkeypatch.setattr(cli, "_write_html", write_html)
+    assert main(["eval", str(data), *judge_args(fake_openai), "--html", str(report)]) == 2
+    assert f"bias-guard: error: --html {report}: Permission denied" in capsys.readouterr().err
+
+
 # -- the installed script -----------------------------------------------------------
 
 
