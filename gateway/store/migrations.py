@@ -132,7 +132,10 @@ _WORK_COLUMNS = (
     ("leased_by", "TEXT"),
 )
 _PENDING_INDEX = (
-    "CREATE INDEX IF NOT EXISTS scores_pending ON scores (created_at) WHERE status = 'pending'"
+    "CREATE INDEX IF NOT EXISTS scores_pending ON scores (created_at) WHERE status = 'pending';"
+    # The heartbeat and the release find a holder's leases by it: without it, a scan
+    # of every pending record (40 ms at 100k pending on PostgreSQL, bench/scaleout.py).
+    "CREATE INDEX IF NOT EXISTS scores_leased ON scores (leased_by) WHERE status = 'pending'"
 )
 
 
@@ -141,7 +144,8 @@ def _sqlite_v2(conn: sqlite3.Connection) -> None:
     for name, declaration in _WORK_COLUMNS:
         if name not in present:
             conn.execute(f"ALTER TABLE scores ADD COLUMN {name} {declaration.format(real='REAL')}")
-    conn.execute(_PENDING_INDEX)
+    for statement in _PENDING_INDEX.split(";"):
+        conn.execute(statement)
 
 
 _POSTGRES_V2 = (
