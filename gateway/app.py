@@ -18,7 +18,6 @@ from starlette.routing import Route
 
 from gateway.access import AccessLog, call_state
 from gateway.auth import Authenticator
-from gateway.claims import Claimer
 from gateway.config import Settings, load_settings, settings_from_env
 from gateway.endpoints import (
     healthz,
@@ -35,10 +34,9 @@ from gateway.pipeline import ScoredEndpoint
 from gateway.policy import Sampler
 from gateway.retention import Retention
 from gateway.routing import Router
-from gateway.runtime import build_judge, build_scoring
+from gateway.runtime import build_judge, scoring_runtime
 from gateway.search import score_list, score_stats
 from gateway.state import Gateway
-from gateway.store import open_store
 from gateway.surfaces import SURFACES
 from gateway.telemetry import Telemetry
 from gateway.ui import ui_routes
@@ -76,60 +74,49 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        tracing = telemetry or Telemetry.from_settings(settings.telemetry)
-        tracing.install_global()
-        store = open_store(settings.store)
-        await store.open(sweep_pending=sweep_pending)
-        client = upstream or Upstream()
-        await client.start()
-        bias_judge = judge or build_judge(settings, client, metrics)
-        scoring = await build_scoring(settings, store, bias_judge, tracing, metrics)
-        scoring.start()
-        # Scoring here: also take work a stopped process left. External: only keep the
-        # leases on this gateway's streams in flight.
-        claimer = Claimer(
-            store, scoring, settings, metrics=metrics, pull=settings.queue.scorer == "in_process"
-        )
-        claimer.start()
-        retention = None
-        if settings.store.retention_days > 0:
-            retention = Retention(store, settings.store.retention_days, metrics=metrics)
-            retention.start()
-        state = Gateway(
-            settings=settings,
-            router=Router(settings),
-            auth=Authenticator(settings.all_keys()),
-            upstream=client,
-            store=store,
-            scoring=scoring,
-            telemetry=tracing,
-            metrics=metrics,
-            samplers={
-                name: Sampler(policy.sample_rate) for name, policy in settings.policies.items()
-            },
-        )
-        if state.auth.open:
-            log.warning(
-                "no gateway API keys configured: the gateway is open to anyone who can reach it"
+        async with scoring_runtime(
+            settings,
+            metrics,
+            judge=judge,
+            upstream=upstream,
+            telemetry=telemetry,
+            sweep_pending=sweep_pending,
+            # Scoring here: also take work a stopped process left. External: only keep
+            # the leases on this gateway's streams in flight.
+            pull=settings.queue.scorer == "in_process",
+        ) as runtime:
+            store = runtime.store
+            retention = None
+            if settings.store.retention_days > 0:
+                retention = Retention(store, settings.store.retention_days, metrics=metrics)
+                retention.start()
+            state = Gateway(
+                settings=settings,
+                router=Router(settings),
+                auth=Authenticator(settings.all_keys()),
+                upstream=runtime.upstream,
+                store=store,
+                scoring=runtime.scoring,
+                telemetry=runtime.telemetry,
+                metrics=metrics,
+                samplers={
+                    name: Sampler(policy.sample_rate) for name, policy in settings.policies.items()
+                },
             )
-        app.state.gateway = state
-        if freeze_gc:
-            _freeze_startup_objects()
-        state.ready = True
-        try:
-            yield
-        finally:
-            state.ready = False
-            if retention is not None:
-                await retention.stop()
-            await claimer.stop()
-            await scoring.drain(settings.queue.drain_deadline)
-            await bias_judge.aclose()
-            await client.close()
-            await store.close()
-            if telemetry is None:
-                tracing.shutdown()
-            metrics.mark_process_dead()
+            if state.auth.open:
+                log.warning(
+                    "no gateway API keys configured: the gateway is open to anyone who can reach it"
+                )
+            app.state.gateway = state
+            if freeze_gc:
+                _freeze_startup_objects()
+            state.ready = True
+            try:
+                yield
+            finally:
+                state.ready = False
+                if retention is not None:
+                    await retention.stop()
 
     return Starlette(
         routes=[

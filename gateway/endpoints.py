@@ -25,7 +25,7 @@ from gateway.metrics import CONTENT_TYPE_LATEST
 from gateway.paths import anthropic_path, carries_no_text, owned_methods
 from gateway.search import record_for
 from gateway.state import Gateway
-from gateway.store import StoreError
+from gateway.store import Store, StoreError
 from gateway.streaming import SSEResponse
 from gateway.surfaces import Messages
 
@@ -90,19 +90,24 @@ async def healthz(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     gateway = _gateway(request)
-    if not gateway.ready:
+    return await readiness(
+        gateway.ready, gateway.store, {"queue_depth": gateway.scoring.queue_depth}
+    )
+
+
+async def readiness(ready: bool, store: Store, facts: dict[str, Any]) -> Response:
+    """`/readyz` of a gateway or a scorer: 503 while starting or stopping, or when the
+    store does not answer (scores would be lost: a load balancer should send the
+    traffic elsewhere); else 200 with `facts` and where the store is."""
+    if not ready:
         return JSONResponse({"status": "starting or stopping"}, status_code=503)
-    store = gateway.store
     database: dict[str, Any] = {"engine": store.engine, "where": store.describe()}
     try:
         await store.ping()
     except StoreError as exc:
-        # Scores would be lost: a load balancer should send traffic elsewhere.
         database["error"] = str(exc)
         return JSONResponse({"status": "store unavailable", "store": database}, status_code=503)
-    return JSONResponse(
-        {"status": "ready", "queue_depth": gateway.scoring.queue_depth, "store": database}
-    )
+    return JSONResponse({"status": "ready", **facts, "store": database})
 
 
 async def metrics_endpoint(request: Request) -> Response:

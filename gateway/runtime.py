@@ -1,25 +1,32 @@
 """The parts every scoring process builds from its settings: the judge, the score
-cache and `Scoring`. The gateway (`gateway.app`) and the scorer process
-(`gateway.scorer`) each assemble theirs here, so both judge alike.
+cache and `Scoring`, and `scoring_runtime`, which starts them with the store,
+the HTTP client and the claimer and stops them in order. The gateway
+(`gateway.app`) and the scorer process (`gateway.scorer`) each run theirs from
+here, so both judge, drain and shut down alike.
 """
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import structlog
 from pydantic import SecretStr
 
 from gateway.cache import ScoreCache
+from gateway.claims import Claimer
 from gateway.config import Settings
 from gateway.judge import AiohttpJudge
 from gateway.metrics import Metrics
 from gateway.scoring import Scoring
-from gateway.store import CacheEntry, Store
+from gateway.store import CacheEntry, Store, open_store
 from gateway.telemetry import Telemetry
 from gateway.upstream import Upstream
 from guard import BiasScorer, Judge, LiteLLMJudge
 from guard.limits import JudgeLimiter
 
-__all__ = ["build_judge", "build_scoring", "score_cache"]
+__all__ = ["ScoringRuntime", "build_judge", "build_scoring", "score_cache", "scoring_runtime"]
 
 log = structlog.get_logger("gateway.app")
 
@@ -124,3 +131,55 @@ async def score_cache(settings: Settings, store: Store) -> ScoreCache | None:
     if len(cache):
         log.info("score cache loaded from the store", entries=len(cache))
     return cache
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringRuntime:
+    telemetry: Telemetry
+    store: Store
+    upstream: Upstream
+    judge: Judge
+    scoring: Scoring
+    claimer: Claimer
+
+
+@contextlib.asynccontextmanager
+async def scoring_runtime(
+    settings: Settings,
+    metrics: Metrics,
+    *,
+    judge: Judge | None = None,
+    upstream: Upstream | None = None,
+    telemetry: Telemetry | None = None,
+    sweep_pending: bool,
+    pull: bool,
+    scorer_process: bool = False,
+    idle_wait: float | None = None,
+) -> AsyncIterator[ScoringRuntime]:
+    """Open the store, start the client, the judge, `Scoring` and its `Claimer`; on
+    exit stop claiming, drain (`queue.drain_deadline`) and close them, in that order.
+    Injected parts (`judge`, `upstream`, `telemetry`) are used, not built."""
+    tracing = telemetry or Telemetry.from_settings(settings.telemetry)
+    tracing.install_global()
+    store = open_store(settings.store)
+    await store.open(sweep_pending=sweep_pending)
+    client = upstream or Upstream()
+    await client.start()
+    bias_judge = judge or build_judge(settings, client, metrics)
+    scoring = await build_scoring(
+        settings, store, bias_judge, tracing, metrics, scorer_process=scorer_process
+    )
+    scoring.start()
+    claimer = Claimer(store, scoring, settings, metrics=metrics, pull=pull, idle_wait=idle_wait)
+    claimer.start()
+    try:
+        yield ScoringRuntime(tracing, store, client, bias_judge, scoring, claimer)
+    finally:
+        await claimer.stop()
+        await scoring.drain(settings.queue.drain_deadline)
+        await bias_judge.aclose()
+        await client.close()
+        await store.close()
+        if telemetry is None:
+            tracing.shutdown()
+        metrics.mark_process_dead()

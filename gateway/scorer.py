@@ -16,20 +16,20 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.claims import Claimer
 from gateway.config import Settings
+from gateway.endpoints import healthz, readiness
 from gateway.metrics import CONTENT_TYPE_LATEST, Metrics
-from gateway.runtime import build_judge, build_scoring
+from gateway.runtime import scoring_runtime
 from gateway.scoring import Scoring
-from gateway.store import Store, StoreError, open_store
+from gateway.store import Store
 from gateway.telemetry import Telemetry
 from gateway.upstream import Upstream
 from guard import Judge
@@ -68,53 +68,39 @@ def create_scorer_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        tracing = telemetry or Telemetry.from_settings(settings.telemetry)
-        tracing.install_global()
-        store = open_store(settings.store)
-        # Never sweeps: the gateways on this store own its pending records' fate.
-        await store.open(sweep_pending=False)
-        client = upstream or Upstream()
-        await client.start()
-        bias_judge = judge or build_judge(settings, client, metrics)
-        scoring = await build_scoring(
-            settings, store, bias_judge, tracing, metrics, scorer_process=True
-        )
-        scoring.start()
-        claimer = Claimer(
-            store,
-            scoring,
+        async with scoring_runtime(
             settings,
-            metrics=metrics,
+            metrics,
+            judge=judge,
+            upstream=upstream,
+            telemetry=telemetry,
+            # Never sweeps: the gateways on this store own its pending records' fate.
+            sweep_pending=False,
             pull=True,
-            idle_wait=_SQLITE_IDLE_WAIT if store.engine == "sqlite" else None,
-        )
-        claimer.start()
-        state = ScorerState(settings, store, scoring, claimer, metrics, ready=True)
-        app.state.scorer = state
-        log.info(
-            "bias scorer ready",
-            worker=scoring.worker,
-            store=store.describe(),
-            judge_model=settings.judge.model,
-            concurrency=settings.judge.max_concurrency,
-            lease_seconds=settings.queue.lease_seconds,
-        )
-        try:
-            yield
-        finally:
-            state.ready = False
-            await claimer.stop()
-            await scoring.drain(settings.queue.drain_deadline)
-            await bias_judge.aclose()
-            await client.close()
-            await store.close()
-            if telemetry is None:
-                tracing.shutdown()
-            metrics.mark_process_dead()
+            scorer_process=True,
+            idle_wait=_SQLITE_IDLE_WAIT if settings.store.url is None else None,
+        ) as runtime:
+            scoring = runtime.scoring
+            state = ScorerState(
+                settings, runtime.store, scoring, runtime.claimer, metrics, ready=True
+            )
+            app.state.scorer = state
+            log.info(
+                "bias scorer ready",
+                worker=scoring.worker,
+                store=runtime.store.describe(),
+                judge_model=settings.judge.model,
+                concurrency=settings.judge.max_concurrency,
+                lease_seconds=settings.queue.lease_seconds,
+            )
+            try:
+                yield
+            finally:
+                state.ready = False
 
     return Starlette(
         routes=[
-            Route("/healthz", _healthz, methods=["GET"]),
+            Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", _readyz, methods=["GET"]),
             Route("/metrics", _metrics, methods=["GET"]),
         ],
@@ -127,32 +113,16 @@ def _state(request: Request) -> ScorerState:
     return state
 
 
-async def _healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
-
-
 async def _readyz(request: Request) -> Response:
     state = _state(request)
-    if not state.ready:
-        return JSONResponse({"status": "starting or stopping"}, status_code=503)
-    store = state.store
-    database: dict[str, Any] = {"engine": store.engine, "where": store.describe()}
-    try:
-        await store.ping()
-    except StoreError as exc:
-        database["error"] = str(exc)
-        return JSONResponse({"status": "store unavailable", "store": database}, status_code=503)
     scoring = state.scoring
-    return JSONResponse(
-        {
-            "status": "ready",
-            "worker": scoring.worker,
-            "in_flight": scoring.in_flight,
-            "queue_depth": scoring.queue_depth,
-            "claimed": state.claimer.claimed,
-            "store": database,
-        }
-    )
+    facts = {
+        "worker": scoring.worker,
+        "in_flight": scoring.in_flight,
+        "queue_depth": scoring.queue_depth,
+        "claimed": state.claimer.claimed,
+    }
+    return await readiness(state.ready, state.store, facts)
 
 
 async def _metrics(request: Request) -> Response:

@@ -31,30 +31,7 @@ def start_gateway(
     command: list[str] | None = None,
 ) -> tuple[subprocess.Popen[str], str]:
     """Start `serve` (through `command`, default `gateway_command()`) and wait for /readyz."""
-    port = free_port()
-    environment = {**os.environ, **(env or {})}
-    argv = command or gateway_command()
-    process = subprocess.Popen(
-        [*argv, "serve", "--config", str(config), "--port", str(port), *(extra or [])],
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            output = process.stdout.read() if process.stdout else ""
-            raise RuntimeError(f"gateway exited with {process.returncode}: {output}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    process.kill()
-    raise RuntimeError("gateway did not become ready")
+    return _start("serve", config, env=env, extra=extra, command=command)
 
 
 def start_scorer(
@@ -66,22 +43,33 @@ def start_scorer(
 ) -> tuple[subprocess.Popen[str], str]:
     """Start `scorer` on a free health port (through `command`, default `gateway_command()`)
     and wait for its /readyz; returns the process and the health port's URL."""
+    return _start("scorer", config, env=env, extra=extra, command=command)
+
+
+def _start(
+    subcommand: str,
+    config: Path,
+    *,
+    env: dict[str, str] | None,
+    extra: list[str] | None,
+    command: list[str] | None,
+) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
-    environment = {**os.environ, **(env or {})}
     argv = command or gateway_command()
     process = subprocess.Popen(
-        [*argv, "scorer", "--config", str(config), "--port", str(port), *(extra or [])],
-        env=environment,
+        [*argv, subcommand, "--config", str(config), "--port", str(port), *(extra or [])],
+        env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+    name = "gateway" if subcommand == "serve" else subcommand
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
             output = process.stdout.read() if process.stdout else ""
-            raise RuntimeError(f"scorer exited with {process.returncode}: {output}")
+            raise RuntimeError(f"{name} exited with {process.returncode}: {output}")
         try:
             if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
                 return process, url
@@ -89,4 +77,4 @@ def start_scorer(
             pass
         time.sleep(0.05)
     process.kill()
-    raise RuntimeError("scorer did not become ready")
+    raise RuntimeError(f"{name} did not become ready")
