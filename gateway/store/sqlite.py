@@ -31,7 +31,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -52,13 +51,10 @@ from gateway.store.records import (
     ScoreRecord,
     StoreError,
     WorkSQL,
-    batch_rows,
     check_record,
     record_from_row,
-    record_row,
-    upsert_sql,
 )
-from guard.outputs import valid_text
+from gateway.store.sqlite_writer import Barrier, Item, SQLiteWriter, Stop
 
 __all__ = ["SQLiteStore", "ScoreStore"]
 
@@ -66,16 +62,11 @@ logger = logging.getLogger("gateway.store")
 _T = TypeVar("_T")
 
 _BUSY_TIMEOUT_MS = 5000
-# REPLACE gives a re-judged key a new, highest seq, so seq order is insertion order
-# and trimming by seq keeps the newest entries with one index lookup.
-_CACHE_PUT = "INSERT OR REPLACE INTO score_cache (key, result, stored_at) VALUES (?, ?, ?)"
-_CACHE_TRIM = "DELETE FROM score_cache WHERE seq <= (SELECT MAX(seq) FROM score_cache) - ?"
 _CACHE_LOAD = (
     "SELECT key, result FROM"
     " (SELECT seq, key, result FROM score_cache ORDER BY seq DESC LIMIT ?) ORDER BY seq"
 )
 
-_UPSERT = upsert_sql(["?"] * len(COLUMNS), greatest="max")
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM scores WHERE run_id = ?"
 # Bounded batches through the created_at index; pending records are never pruned.
 _PRUNE_RECORDS = (
@@ -122,42 +113,12 @@ _WORK_SQL = WorkSQL(
 )
 
 
-@dataclass(slots=True)
-class _Barrier:
-    """Queued by `flush()`: released once every record queued before it is committed."""
-
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[None]
-
-    def release(self) -> None:
-        # The loop may have closed while the writer was busy; then nobody is waiting.
-        with contextlib.suppress(RuntimeError):
-            self.loop.call_soon_threadsafe(_set_done, self.future)
-
-
-class _Stop:
-    """Queued once by `close()`: the writer commits what came before and exits."""
-
-
-_Item = ScoreRecord | CacheEntry | _Barrier | _Stop
-
-
-def _set_done(future: asyncio.Future[None]) -> None:
-    if not future.done():  # a cancelled flush() leaves a done future behind
-        future.set_result(None)
-
-
 def _connect(path: Path) -> sqlite3.Connection:
     # isolation_level=None: transactions are explicit, so the writer can BEGIN IMMEDIATE
     # (take the write lock up front, honouring busy_timeout) instead of upgrading later.
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
     return conn
-
-
-def _to_row(record: ScoreRecord) -> tuple[object, ...]:
-    # SQLite takes UTF-8: an unpaired surrogate (valid escaped JSON) becomes U+FFFD.
-    return record_row(record, boolean=int, text=valid_text)
 
 
 class SQLiteStore:
@@ -173,14 +134,14 @@ class SQLiteStore:
         self._linger = linger
         self._path = Path(path)
         self._batch_max = batch_max
-        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Item] = queue.SimpleQueue()
+        self._writer = SQLiteWriter(self._queue, batch_max=batch_max, linger=linger)
         # Guards _state so that no record can be queued behind the stop item.
         self._lock = threading.Lock()
         self._state: Literal["new", "running", "closed"] = "new"
         self._thread: threading.Thread | None = None
         self._reader: sqlite3.Connection | None = None
         self._read_lock = threading.Lock()
-        self._cache_limit: int | None = None
         self._work: sqlite3.Connection | None = None  # claims, leases: their own connection
         self._work_lock = threading.Lock()
 
@@ -233,7 +194,7 @@ class SQLiteStore:
                 logger.warning("resuming %d pending scorings left by the last run", resumed)
             self._reader = reader
             self._thread = threading.Thread(
-                target=self._run, args=(writer,), name="gateway-store-writer", daemon=True
+                target=self._writer.run, args=(writer,), name="gateway-store-writer", daemon=True
             )
             self._thread.start()
             self._state = "running"
@@ -292,7 +253,7 @@ class SQLiteStore:
         """Keep at most the `limit` newest cache entries; older ones go as new ones come."""
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        self._cache_limit = limit
+        self._writer.cache_limit = limit
 
     def put_cache(self, entry: CacheEntry) -> None:
         """Queue a cache entry for storing; returns at once, from any thread."""
@@ -314,7 +275,7 @@ class SQLiteStore:
         with self._lock:
             state = self._state
             if state == "running":
-                self._queue.put(_Barrier(loop, future))
+                self._queue.put(Barrier(loop, future))
         if state == "running":
             await future
         elif self._thread is not None:
@@ -334,7 +295,7 @@ class SQLiteStore:
             state = self._state
             self._state = "closed"
             if state == "running":
-                self._queue.put(_Stop())
+                self._queue.put(Stop())
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
         await asyncio.to_thread(self._close_reader)
@@ -486,112 +447,6 @@ class SQLiteStore:
             if self._work is not None:
                 self._work.close()
                 self._work = None
-
-    # The writer thread.
-
-    def _run(self, conn: sqlite3.Connection) -> None:
-        try:
-            while True:
-                records, barriers, stop = self._next_batch()
-                try:
-                    self._write(conn, records)
-                except Exception:
-                    # Never let the writer die: the queue would grow and flush() hang.
-                    logger.exception("score store writer failed on %d records", len(records))
-                for barrier in barriers:
-                    barrier.release()
-                if stop:
-                    return
-        finally:
-            conn.close()
-
-    def _next_batch(self) -> tuple[list[ScoreRecord | CacheEntry], list[_Barrier], bool]:
-        records: list[ScoreRecord | CacheEntry] = []
-        barriers: list[_Barrier] = []
-        deadline: float | None = None
-        item = self._queue.get()
-        while True:
-            if isinstance(item, ScoreRecord | CacheEntry):
-                records.append(item)
-            elif isinstance(item, _Barrier):
-                barriers.append(item)
-            else:
-                return records, barriers, True
-            if len(records) >= self._batch_max:
-                return records, barriers, False
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                if barriers or not records or self._linger <= 0:
-                    return records, barriers, False
-                # Group commit: wait a moment for more records, so that under load one
-                # transaction (one WAL append) carries many rows instead of one each.
-                # At 2,000 records/s: 37-56 us of CPU per record against 55-62 us
-                # without it, in two noisy runs of `python -m bench.store_commit`.
-                if deadline is None:
-                    deadline = time.monotonic() + self._linger
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return records, barriers, False
-                try:
-                    item = self._queue.get(timeout=remaining)
-                except queue.Empty:
-                    return records, barriers, False
-
-    def _write(self, conn: sqlite3.Connection, items: list[ScoreRecord | CacheEntry]) -> None:
-        """Commit a batch in one transaction; if that fails, each item in its own.
-
-        Whatever fails (a database error, or anything else the driver raises on
-        a value) is rolled back, so the connection is never left inside a
-        transaction, and it costs only the item that caused it.
-        """
-        rows, entries = batch_rows(items, _to_row)
-        if not rows and not entries:
-            return
-        if len(rows) + len(entries) == 1:
-            self._commit(conn, rows, entries, log_failure=True)
-            return
-        if self._commit(conn, rows, entries, log_failure=False):
-            return
-        logger.warning(
-            "a batch of %d score records and %d cache entries failed; storing them one by one",
-            len(rows),
-            len(entries),
-        )
-        for row in rows:
-            self._commit(conn, [row], [], log_failure=True)
-        for entry in entries:
-            self._commit(conn, [], [entry], log_failure=True)
-
-    def _commit(
-        self,
-        conn: sqlite3.Connection,
-        rows: list[tuple[object, ...]],
-        entries: list[tuple[str, str, float]],
-        *,
-        log_failure: bool,
-    ) -> bool:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(_UPSERT, rows)
-            if entries:
-                conn.executemany(_CACHE_PUT, entries)
-                if self._cache_limit is not None:
-                    conn.execute(_CACHE_TRIM, (self._cache_limit,))
-            conn.execute("COMMIT")
-        except Exception:
-            if log_failure:
-                logger.exception(
-                    "could not store %d score records (run_id %s) and %d cache entries",
-                    len(rows),
-                    ", ".join(str(row[0]) for row in rows) or "-",
-                    len(entries),
-                )
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            return False
-        return True
 
 
 ScoreStore = SQLiteStore  # the name from before there were two engines

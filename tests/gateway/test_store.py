@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from gateway.store import FINAL_STATUSES, CacheEntry, ScoreRecord, ScoreStore, StoreError
+from gateway.store.sqlite_writer import SQLiteWriter
 
 WRITER = "gateway-store-writer"
 MakeStore = Callable[..., ScoreStore]
@@ -450,13 +451,13 @@ async def test_an_exception_outside_sqlite3_error_is_rolled_back(
 ) -> None:
     store = make_store()
     failing = _FailingOnce()
-    original = ScoreStore._commit
+    original = SQLiteWriter._commit
 
-    def commit(self: ScoreStore, conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> bool:
+    def commit(self: SQLiteWriter, conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> bool:
         failing.conn = conn
         return original(self, failing, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ScoreStore, "_commit", commit)
+    monkeypatch.setattr(SQLiteWriter, "_commit", commit)
     store.submit(record("run-a", status="scored"))
     store.submit(record("run-b", status="scored"))
     await store.flush()
