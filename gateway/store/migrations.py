@@ -172,6 +172,9 @@ _CATEGORY_TABLE = (
     " category TEXT NOT NULL, created_at {real} NOT NULL, run_id TEXT NOT NULL,"
     " PRIMARY KEY (category, created_at, run_id));"
     "CREATE INDEX IF NOT EXISTS score_categories_run ON score_categories (run_id);"
+    # A window grouped by category: an index-only range scan instead of a full one.
+    "CREATE INDEX IF NOT EXISTS score_categories_created"
+    " ON score_categories (created_at, category, run_id);"
 )
 _SQLITE_V3_TRIGGERS = """
 CREATE TRIGGER IF NOT EXISTS scores_categories_insert AFTER INSERT ON scores

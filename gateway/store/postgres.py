@@ -173,6 +173,7 @@ class PostgresStore:
         self._linger = linger
         self._pool_size = pool_size
         self._pool: Any = None
+        self._reads: Any = None
         self._queue: asyncio.Queue[ScoreRecord | CacheEntry | _Barrier | _Stop] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self._cache_limit: int | None = None
@@ -200,6 +201,18 @@ class PostgresStore:
             )
             async with self._pool.acquire() as conn:
                 applied = await migrate_postgres(conn)
+            # Search and stats get a pool of their own that plans every query for its
+            # values: a prepared statement's generic plan guessed a tiny time window and
+            # made one key's 7-day stats 7x slower (381 against 52 ms at 1M records,
+            # bench/results/store-queries-2026-12-01-1542.md).
+            self._reads = await asyncpg.create_pool(
+                self._url,
+                min_size=0,
+                max_size=2,
+                command_timeout=30,
+                reset=_keep_session,
+                server_settings={"plan_cache_mode": "force_custom_plan"},
+            )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             if self._pool is not None:
                 await self._pool.close()
@@ -352,15 +365,15 @@ class PostgresStore:
         await self.flush()
         self._require()
         sql, values = search_sql(query, "numeric")
-        return [record_from_row(row) for row in await self._pool.fetch(sql, *values)]
+        return [record_from_row(row) for row in await self._reads.fetch(sql, *values)]
 
     async def stats(self, query: StatsQuery) -> list[StatsGroup]:
         await self.flush()
         self._require()
         sql, values = stats_sql(query, "numeric")
         p90, p90_values = p90_sql(query, "numeric")
-        rows = await self._pool.fetch(sql, *values)
-        ranked = {row[0]: row[1] for row in await self._pool.fetch(p90, *p90_values)}
+        rows = await self._reads.fetch(sql, *values)
+        ranked = {row[0]: row[1] for row in await self._reads.fetch(p90, *p90_values)}
         return stats_rows(rows, ranked.get, group_by=query.group_by)
 
     async def ping(self) -> None:
@@ -392,9 +405,10 @@ class PostgresStore:
             listener, self._listener = self._listener, None
             with contextlib.suppress(Exception):  # closing: a dead connection is fine
                 await listener.close()
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            await pool.close()
+        for pool in (self._reads, self._pool):
+            if pool is not None:
+                await pool.close()
+        self._reads = self._pool = None
 
     # -- the writer task ----------------------------------------------------------
 

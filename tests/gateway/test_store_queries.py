@@ -12,7 +12,7 @@ import pytest
 from pydantic import SecretStr
 
 from gateway.config import StoreSettings
-from gateway.store import ScoreRecord, Store, open_store
+from gateway.store import PostgresStore, ScoreRecord, Store, open_store
 from gateway.store.queries import (
     CursorError,
     ScoreQuery,
@@ -263,3 +263,14 @@ async def test_categories_follow_the_record_and_a_refused_write_leaves_them(
 def test_a_cursor_not_handed_out_is_refused(cursor: str) -> None:
     with pytest.raises(CursorError):
         decode_cursor(cursor)
+
+
+async def test_postgres_plans_searches_for_their_values(pg_url: str) -> None:
+    """The read pool never uses a prepared statement's generic plan (see PostgresStore)."""
+    store = PostgresStore(pg_url)
+    await store.open()
+    try:
+        assert await store._reads.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
+        assert await store._pool.fetchval("SHOW plan_cache_mode") == "auto"  # writes: default
+    finally:
+        await store.close()
