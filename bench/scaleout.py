@@ -80,6 +80,7 @@ import psutil
 from bench import client
 from bench.configs import start_fake
 from bench.loadgen import LoadResult, WrkMissing, require_wrk, run_wrk
+from bench.machine import cpu_model, source_note
 from bench.procs import Processes, ServerProcess, free_port, machine_busy_seconds
 from bench.runner import chat_body
 from tests.support.postgres import PgCluster, start_cluster
@@ -935,34 +936,6 @@ def scoring_section(cells: list[ScoringCell], plan: Plan) -> tuple[list[str], li
     return lines, [target]
 
 
-def _source() -> str:
-    """The commit, and the gateway files that differ from it (read-only git)."""
-
-    def git(*args: str) -> str:
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            done = subprocess.run(
-                ["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10, check=False
-            )
-            return done.stdout.strip()
-        return ""
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    changed = [
-        line[3:]
-        for line in git("status", "--porcelain").splitlines()
-        if line[3:].startswith(("gateway/", "guard/"))
-    ]
-    return commit + (f" plus uncommitted {', '.join(changed)}" if changed else "")
-
-
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
 def render(
     date: str,
     source: str,
@@ -1015,7 +988,7 @@ def run(plan: Plan) -> tuple[list[str], list[EnqueueCell], list[ScoringCell]]:
         enqueue = run_enqueue(ctx) if "enqueue" in plan.parts else []
         scoring = run_scoring(ctx) if "scoring" in plan.parts else []
     machine = [
-        f"{os.cpu_count()} cores ({_cpu_model()}), {psutil.virtual_memory().total >> 30} GiB,"
+        f"{os.cpu_count()} cores ({cpu_model()}), {psutil.virtual_memory().total >> 30} GiB,"
         f" {platform.system()} {platform.release()}; Python {platform.python_version()}",
         f"PostgreSQL {settings['server_version']}, a throwaway cluster on 127.0.0.1 (TCP),"
         f" fsync={settings['fsync']}, synchronous_commit={settings['synchronous_commit']},"
@@ -1068,7 +1041,7 @@ def main(argv: list[str] | None = None) -> int:
         wait_quiet=not args.no_wait_quiet,
     )
     date = datetime.datetime.now().strftime("%Y-%m-%d-%H%M")
-    source = _source()  # before the run: the code the gateways start with
+    source = source_note()  # before the run: the code the gateways start with
     try:
         machine, enqueue, scoring = run(plan)
     except WrkMissing as exc:

@@ -73,6 +73,7 @@ from typing import Any
 
 import psutil
 
+from bench.machine import cpu_model
 from gateway.store import ScoreRecord
 
 try:
@@ -112,6 +113,12 @@ PG_TYPES = {
     "prompt": "text",
     "completion": "text",
     "updated_at": "float8",
+    "work": "jsonb",
+    "attempts": "int4",
+    "lease_until": "float8",
+    "leased_by": "text",
+    "categories": "jsonb",
+    "trace_id": "text",
 }
 if tuple(PG_TYPES) != COLUMNS:
     raise SystemExit("bench/store_drivers.py: PG_TYPES no longer matches ScoreRecord's fields")
@@ -1198,14 +1205,6 @@ def _version(name: str) -> str:
         return "not installed"
 
 
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
 async def _machine(dsn: str, loop_name: str) -> list[str]:
     conn = await asyncpg.connect(dsn)
     try:
@@ -1220,7 +1219,7 @@ async def _machine(dsn: str, loop_name: str) -> list[str]:
     pq = psycopg.pq
     libpq = f"{pq.version() // 10000}.{pq.version() % 100}"
     return [
-        f"{os.cpu_count()} cores ({_cpu_model()}), {psutil.virtual_memory().total >> 30} GiB,"
+        f"{os.cpu_count()} cores ({cpu_model()}), {psutil.virtual_memory().total >> 30} GiB,"
         f" {platform.system()} {platform.release()}",
         f"PostgreSQL {version}, a fresh cluster on the local disk, defaults except port and"
         " socket: " + ", ".join(f"{r['name']}={r['setting']}{r['unit'] or ''}" for r in settings),

@@ -76,6 +76,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from bench.machine import cpu_model, source_note
 from gateway.store import PostgresStore, SQLiteStore
 from gateway.store.queries import ScoreQuery, StatsQuery, p90_sql, search_sql, stats_sql
 from gateway.store.records import COLUMNS
@@ -962,34 +963,6 @@ async def postgres_suggestions(
 # -- the report -------------------------------------------------------------------------
 
 
-def _source() -> str:
-    """The commit, and the gateway files that differ from it (read-only git)."""
-
-    def git(*args: str) -> str:
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            done = subprocess.run(
-                ["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10, check=False
-            )
-            return done.stdout.strip()
-        return ""
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    changed = [
-        line[3:]
-        for line in git("status", "--porcelain").splitlines()
-        if line[3:].startswith(("gateway/", "guard/"))
-    ]
-    return commit + (f" plus uncommitted {', '.join(changed)}" if changed else "")
-
-
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
 def _memory_gib() -> float:
     with contextlib.suppress(OSError, ValueError, IndexError):
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -1146,7 +1119,7 @@ def run(settings: Settings) -> tuple[Records, list[EngineResult], list[str]]:
             records.sizes.clear()
             results.append(asyncio.run(bench_postgres(cluster, records, settings)))
     machine = [
-        f"{os.cpu_count()} cores ({_cpu_model()}), {_memory_gib():.0f} GiB,"
+        f"{os.cpu_count()} cores ({cpu_model()}), {_memory_gib():.0f} GiB,"
         f" {platform.system()} {platform.release()}; Python {platform.python_version()};"
         " a shared, noisy machine (other sessions' work runs beside it), every database"
         " in the OS page cache (warm)",
@@ -1191,7 +1164,7 @@ def main(argv: list[str] | None = None) -> int:
         suggest=not args.no_suggest,
     )
     date = datetime.datetime.now().strftime("%Y-%m-%d-%H%M")
-    source = _source()
+    source = source_note()
     try:
         records, results, machine = run(settings)
     except KeyboardInterrupt:
