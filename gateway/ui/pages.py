@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
@@ -36,6 +36,7 @@ from gateway.ui.charts import bar_chart, stacked_columns
 __all__ = ["COOKIE", "ui_routes"]
 
 COOKIE = "bias_ui_key"
+_FORM_MAX = 4096  # bytes: a key and a path
 WINDOWS = {"1h": (3600, "minute"), "24h": (86400, "hour"), "7d": (7 * 86400, "day"),
            "30d": (30 * 86400, "day")}  # fmt: skip
 _TEMPLATES = Environment(
@@ -201,9 +202,9 @@ async def login_form(request: Request) -> Response:
 
 async def login(request: Request) -> Response:
     gateway = _gateway(request)
-    form = await request.form()
-    key = str(form.get("key") or "").strip()
-    target = _safe_next(request, str(form.get("next") or ""))
+    form = await _small_form(request)
+    key = form.get("key", "").strip()
+    target = _safe_next(request, form.get("next", ""))
     try:
         gateway.auth.identify(key)
     except AuthenticationFailed:
@@ -219,6 +220,20 @@ async def logout(request: Request) -> Response:
     response = RedirectResponse("/ui/login", status_code=303)
     response.delete_cookie(COOKIE, path="/ui")
     return response
+
+
+async def _small_form(request: Request) -> dict[str, str]:
+    """The sign-in form's fields (urlencoded, at most `_FORM_MAX` bytes; more is refused
+    unread as empty). Parsed here: Starlette's `form()` would need python-multipart."""
+    if int(request.headers.get("content-length") or 0) > _FORM_MAX:
+        return {}
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > _FORM_MAX:
+            return {}
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
 
 
 def _safe_next(request: Request, value: str | None = None) -> str:

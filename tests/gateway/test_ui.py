@@ -234,3 +234,11 @@ def test_signing_in_keeps_the_key_in_a_strict_cookie_and_goes_only_to_ui_pages(
         wrong = http.post("/ui/login", data={"key": "nope", "next": "/ui"})
         assert wrong.status_code == 401
         assert "set-cookie" not in wrong.headers
+
+
+def test_an_oversized_sign_in_form_is_refused_unread(make_gateway: MakeGateway) -> None:
+    gateway = make_gateway(**KEYS)
+    with httpx.Client(base_url=gateway.url) as http:
+        answer = http.post("/ui/login", data={"key": TEAM, "next": "/ui" + "x" * 5000})
+    assert answer.status_code == 401
+    assert "set-cookie" not in answer.headers
