@@ -228,3 +228,32 @@ def test_a_stopping_scorer_gives_its_work_back_unspent(
     scorer.stop()
     # Pending with work, no lease, and the attempt handed back: the next scorer starts fresh.
     assert {rows(store)[run_id][:4] for run_id in run_ids} == {("pending", True, None, 0)}
+
+
+def test_a_scorer_keeps_its_leases_through_a_slow_rate_limited_judge(
+    fake_openai: FakeOpenAI,
+    make_gateway: MakeGateway,
+    start_scorer: Callable[..., ServerThread],
+    tmp_path: Path,
+) -> None:
+    """A judge of ~1 s a call that answers 429 above 1 call a second, and leases of 1.5 s:
+    the waits outlast a lease many times, yet the heartbeat keeps every one, so each
+    run is claimed once and judged once."""
+    fake_openai.judge_delay = 1.0
+    fake_openai.judge_max_rps = 1
+    fake_openai.unique_replies = True
+    queue = {**EXTERNAL, "lease_seconds": 1.5}
+    gateway = make_gateway(queue=queue)
+    run_ids = monitored(gateway, 3)
+    start_scorer(
+        queue={"lease_seconds": 1.5},
+        judge={"cache_size": 0, "max_concurrency": 2, "reason": "off"},
+    )
+    for run_id in run_ids:
+        record = gateway.wait_for_score(run_id, timeout=60)
+        assert record["status"] == "scored"
+        assert record["attempts"] == 1  # never lapsed, never retaken
+    assert fake_openai.rate_limited > 0  # the judge did push back
+    # Judged once each: two answered calls a scoring (no explanation); the rest were 429s.
+    assert fake_openai.judge_calls() - fake_openai.rate_limited == 2 * 3
+    assert set(rows(tmp_path / "scores.db").values()) == {("scored", False, None, 1, None)}
