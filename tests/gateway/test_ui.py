@@ -83,6 +83,15 @@ def test_the_dashboard_in_chromium(
     browser = chromium
     text = lambda css: browser.find_element(By.CSS_SELECTOR, css).text  # noqa: E731
 
+    def settled(condition: Callable[[], bool], what: str) -> None:
+        """A click's navigation is done: the new document loaded, and `condition` holds."""
+        wait_for(
+            lambda: (
+                browser.execute_script("return document.readyState") == "complete" and condition()
+            ),
+            what,
+        )
+
     # Nothing readable without a key: every page leads to the sign-in.
     for path in ("/ui", "/ui/records", f"/ui/records/{made['block'][0]}"):
         browser.get(f"{gateway.url}{path}")
@@ -91,11 +100,13 @@ def test_the_dashboard_in_chromium(
         assert not browser.find_elements(By.CSS_SELECTOR, "tr.record, #opinions, #totals")
     browser.find_element(By.ID, "key").send_keys("sk-wrong-key-0000000000")
     browser.find_element(By.ID, "sign-in").click()
+    # A form's submission loads the answer after click() returns: wait for it.
+    settled(lambda: bool(browser.find_elements(By.ID, "login-error")), "the refusal")
     assert "not one of this gateway's keys" in text("#login-error")
 
     browser.find_element(By.ID, "key").send_keys(ADMIN)
     browser.find_element(By.ID, "sign-in").click()
-    wait_for(lambda: "/ui/records/" in browser.current_url, "the page asked for first")
+    settled(lambda: "/ui/records/" in browser.current_url, "the page asked for first")
     browser.get(f"{gateway.url}/ui")
     assert text("#total-records") == "8"
     assert (text("#total-pass"), text("#total-flag"), text("#total-block")) == ("3", "2", "3")
@@ -111,23 +122,24 @@ def test_the_dashboard_in_chromium(
 
     # The latest flagged and blocked, newest first; then only the blocked.
     browser.find_element(By.LINK_TEXT, "Records").click()
+    settled(lambda: bool(browser.find_elements(By.ID, "filters")), "the records page")
     rows = browser.find_elements(By.CSS_SELECTOR, "tr.record")
     shown = [row.get_attribute("data-run-id") for row in rows]
     assert shown == list(reversed(made["flag"] + made["block"]))
     Select(browser.find_element(By.ID, "filter-verdict")).select_by_value("block")
     browser.find_element(By.ID, "apply").click()
-    wait_for(lambda: "verdict=block" in browser.current_url, "the filter")
+    settled(lambda: "verdict=block" in browser.current_url, "the filter")
     rows = browser.find_elements(By.CSS_SELECTOR, "tr.record")
     assert {row.get_attribute("data-run-id") for row in rows} == set(made["block"])
     category = browser.find_element(By.ID, "filter-category")
     category.send_keys("political")
     browser.find_element(By.ID, "apply").click()
-    wait_for(lambda: "category=political" in browser.current_url, "the category filter")
+    settled(lambda: "category=political" in browser.current_url, "the category filter")
     assert len(browser.find_elements(By.CSS_SELECTOR, "tr.record")) == 3
 
     # A record: score, verdict, categories, each opinion's verdict and reason, the trace.
     browser.find_element(By.CSS_SELECTOR, "tr.record a.open").click()
-    wait_for(lambda: "/ui/records/" in browser.current_url, "the record")
+    settled(lambda: bool(browser.find_elements(By.ID, "facts")), "the record")
     run_id = browser.current_url.rsplit("/", 1)[1]
     assert run_id in made["block"]
     assert text("#verdict") == "block"
@@ -143,6 +155,7 @@ def test_the_dashboard_in_chromium(
 
     # Signed out, nothing is readable again.
     browser.find_element(By.CSS_SELECTOR, "header form button").click()
+    settled(lambda: "/ui/login" in browser.current_url, "the sign-out")
     browser.get(f"{gateway.url}/ui/records")
     assert browser.current_url.startswith(f"{gateway.url}/ui/login")
     assert not browser.find_elements(By.CSS_SELECTOR, "tr.record")
