@@ -337,7 +337,9 @@ def test_work_a_killed_scorer_held_ends_attempts_exhausted_after_max_attempts(
     scorer's work `error` (`attempts_exhausted`) instead of judging it, and scores the rest."""
     fake_openai.judge_delay = JUDGE_DELAY
     fake_openai.unique_replies = True
-    count = 12
+    # Enough work that each scorer runs several rounds of its 4 slots: with 12, one
+    # scorer could take only 4, finish them together, and never be seen holding work.
+    count = 24
     config = scaleout_config(
         tmp_path / "gateway.yaml", fake_openai, {"url": pg_url}, max_attempts=1
     )
