@@ -32,8 +32,8 @@ import structlog
 
 from bench.configs import start_fake
 from bench.procs import Processes
-from gateway.app import create_app
 from gateway.config import Settings, StoreSettings
+from gateway.server.app import create_app
 
 __all__ = ["main"]
 

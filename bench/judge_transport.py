@@ -17,8 +17,8 @@ import time
 
 from httpx_aiohttp import AiohttpTransport
 
-from gateway.judge import AiohttpJudge
-from gateway.upstream import Upstream
+from gateway.scoring.judge_client import AiohttpJudge
+from gateway.upstream.client import Upstream
 from guard import OpenAIJudge
 from guard.bias.prompts import EXTRACT_SCHEMA, SYSTEM_PROMPT, extract_prompt
 from guard.judge import BaseJudge

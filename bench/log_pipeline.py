@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.log_pipeline
 
 Both render the same JSON line, with the same fields as the gateway's access
-line, to /dev/null. This is the measurement behind `gateway.logs`.
+line, to /dev/null. This is the measurement behind `gateway.observability.logs`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from gateway.logs import configure_logging
+from gateway.observability.logs import configure_logging
 
 LINES = 50_000
 FIELDS: dict[str, Any] = {

@@ -464,7 +464,7 @@ def _failures(log: Path) -> dict[int, int]:
     failed: Counter[int] = Counter()
     with log.open(errors="replace") as lines:
         for line in lines:
-            if '"gateway.access"' not in line or '"status":200,' in line:
+            if '"gateway.observability.access"' not in line or '"status":200,' in line:
                 continue
             with contextlib.suppress(ValueError):
                 entry = json.loads(line)

@@ -664,8 +664,8 @@ def gateway_app(store_settings: dict[str, Any]) -> Iterator[str]:
     """The gateway app on the store, under uvicorn in a thread; yields its URL. Retention
     off and no sweep at start, so that it changes nothing; an external scorer queue,
     so that it claims nothing."""
-    from gateway.app import create_app
     from gateway.config import Settings as GatewaySettings
+    from gateway.server.app import create_app
     from tests.support.servers import ServerThread
 
     settings = GatewaySettings.model_validate(

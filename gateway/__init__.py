@@ -4,9 +4,9 @@
 >>> app = create_app(load_settings("config/gateway.yaml"))  # doctest: +SKIP
 """
 
-from gateway.app import create_app
 from gateway.config import ConfigError, Settings, load_settings, settings_from_env
-from gateway.telemetry import Telemetry
+from gateway.observability.traces import Telemetry
+from gateway.server.app import create_app
 
 __all__ = [
     "ConfigError",

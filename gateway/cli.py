@@ -100,9 +100,9 @@ _ENVIRONMENT_ONLY = "environment variables only (the settings of config/gateway.
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gateway.app import ServeOptions, serve_app
-    from gateway.logs import configure_logging
-    from gateway.startup import log_startup
+    from gateway.observability.logs import configure_logging
+    from gateway.server.app import ServeOptions, serve_app
+    from gateway.server.startup import log_startup
     from gateway.store import StoreError, open_store
 
     settings: Settings = load_settings(args.config) if args.config else settings_from_env()
@@ -170,9 +170,9 @@ def _scorer(args: argparse.Namespace) -> int:
     import structlog
     import uvicorn
 
-    from gateway.logs import configure_logging
-    from gateway.scorer import create_scorer_app
-    from gateway.startup import startup_fields
+    from gateway.observability.logs import configure_logging
+    from gateway.server.scorer import create_scorer_app
+    from gateway.server.startup import startup_fields
 
     settings = load_settings(args.config) if args.config else settings_from_env()
     _check_address(args.host, args.port)

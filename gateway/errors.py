@@ -1,9 +1,9 @@
 """The gateway's errors and the one table that turns them into OpenAI error envelopes.
 
 Foreign exceptions (aiohttp, litellm, guard's judge errors) are translated at
-the boundary, in `gateway.upstream` and `gateway.scoring`, and chained with
+the boundary, in `gateway.upstream.client` and `gateway.scoring.service`, and chained with
 `from`. A bias *decision* is never an exception: blocks are values rendered in
-`gateway.decisions`.
+`gateway.proxy.decisions`.
 
     GatewayError
     ├── BadRequest                  400 invalid_request_error

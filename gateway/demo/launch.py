@@ -124,9 +124,9 @@ def _sdk_line(url: str) -> str:
 
 def run_demo(options: DemoOptions) -> int:
     """Serve the demo until Ctrl-C; returns the exit status."""
-    from gateway.app import create_app
-    from gateway.logs import configure_logging
-    from gateway.startup import log_startup
+    from gateway.observability.logs import configure_logging
+    from gateway.server.app import create_app
+    from gateway.server.startup import log_startup
 
     configure_logging(level=options.log_level)
     scratch = None

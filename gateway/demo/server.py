@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from gateway.demo import apis, rules
-from gateway.surfaces.base import content_text
+from gateway.proxy.surfaces.base import content_text
 
 __all__ = ["ANSWERS", "DEMO_JUDGE_MODEL", "answer_for", "demo_app", "judge_answer"]
 

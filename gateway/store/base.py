@@ -52,7 +52,7 @@ class Store(Protocol):
 
     async def ping(self) -> None: ...
 
-    # Durable scoring work (`gateway.work`): pending records that carry `work`.
+    # Durable scoring work (`gateway.work.payload`): pending records that carry `work`.
 
     async def claim(
         self, worker: str, *, limit: int, lease_seconds: float, max_attempts: int

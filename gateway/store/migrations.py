@@ -9,7 +9,7 @@ holds the lock. A database whose schema is newer than this gateway knows is
 refused rather than written with an older idea of it.
 
 Version 1 is the schema as it stood when versions began; version 2 adds the
-durable scoring work (`gateway.work`); version 3 the categories and the
+durable scoring work (`gateway.work.payload`); version 3 the categories and the
 indexes of the search and stats APIs (`gateway.store.queries`). An SQLite file from
 before then (it has `scores` but no `schema_migrations`) is brought up to it by
 adding the columns it lacks.

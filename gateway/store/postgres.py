@@ -278,7 +278,7 @@ class PostgresStore:
 
     async def status_counts(self) -> dict[str, int]:
         self._require()
-        counts = dict.fromkeys(sorted(STATUSES), 0)
+        counts: dict[str, int] = dict.fromkeys(sorted(STATUSES), 0)
         rows = await self._pool.fetch("SELECT status, COUNT(*) FROM scores GROUP BY status")
         counts.update({row[0]: row[1] for row in rows})
         return counts
@@ -293,7 +293,7 @@ class PostgresStore:
             entries = await conn.execute(_PRUNE_CACHE, before, batch)
         return _count(records) + _count(entries)
 
-    # -- durable work (`gateway.work`) ----------------------------------------------
+    # -- durable work (`gateway.work.payload`) ----------------------------------------------
 
     async def claim(
         self, worker: str, *, limit: int, lease_seconds: float, max_attempts: int

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gateway.domain import VERDICTS
 from gateway.store.records import COLUMNS, STATUSES
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "stats_sql",
 ]
 
-VERDICTS = ("pass", "flag", "block")
 TIME_BUCKETS = {"minute": 60, "hour": 3600, "day": 86400}
 GROUPS = ("verdict", "status", "model", "key", "category", "score", *TIME_BUCKETS)
 GroupBy = Literal["verdict", "status", "model", "key", "category", "score", "minute", "hour", "day"]

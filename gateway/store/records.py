@@ -8,8 +8,9 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
+from gateway.domain import FINAL_STATUSES, STATUSES, Status
 from guard.outputs import valid_text
 
 __all__ = [
@@ -29,11 +30,6 @@ __all__ = [
     "upsert_sql",
 ]
 
-Status = Literal["pending", "scored", "error", "skipped", "dropped"]
-
-FINAL_STATUSES: frozenset[str] = frozenset({"scored", "error", "skipped", "dropped"})
-
-STATUSES = frozenset(get_args(Status))
 
 logger = logging.getLogger("gateway.store")
 
@@ -69,7 +65,7 @@ class ScoreRecord:
     prompt: str | None = None
     completion: str | None = None
     updated_at: float | None = None
-    # Durable monitor work (`gateway.work`): what a scorer needs, held while `pending`.
+    # Durable monitor work (`gateway.work.payload`): what a scorer needs, held while `pending`.
     work: dict[str, Any] | None = None
     attempts: int = 0  # claims of the work so far; never lowered by a write
     lease_until: float | None = None  # epoch seconds; the claim lapses after
@@ -170,7 +166,7 @@ def check_record(record: ScoreRecord) -> ScoreRecord:
 
 @dataclass(frozen=True, slots=True)
 class WorkSQL:
-    """An engine's statements for durable work (`gateway.work`), in its own dialect.
+    """An engine's statements for durable work (`gateway.work.payload`), in its own dialect.
 
     - `claim`: lease up to n unleased (or lapsed) pending records with work, oldest first.
     - `renew`: extend every lease a worker holds (its heartbeat).

@@ -11,7 +11,7 @@ Python, submission order is kept (a run's `pending` row never overtakes its
 second connection, which WAL lets run while the writer commits.
 
 The same file can keep the score cache (`put_cache`, `load_cache`): entries of
-`gateway.cache`, newest last, bounded by `keep_cache(limit)`, so that a
+`gateway.scoring.cache`, newest last, bounded by `keep_cache(limit)`, so that a
 restarted gateway does not judge the texts it judged just before again.
 
     store = ScoreStore("var/scores.db")
@@ -147,7 +147,7 @@ class SQLiteStore:
 
     def start(self, *, sweep_pending: bool = True) -> None:
         """Open the file, migrate it, and sweep what the last run left pending: a record
-        with work loses its lease, so it is scored again at once (`gateway.work`); one
+        with work loses its lease, so it is scored again at once (`gateway.work.payload`); one
         without (a stream cut short) is marked dropped, `gateway_restarted`.
 
         With several worker processes on one file, only the parent sweeps
@@ -320,7 +320,7 @@ class SQLiteStore:
             raise RuntimeError(f"the score store is {self._state_word()}")
         return await asyncio.to_thread(delete)
 
-    # Durable work (`gateway.work`): each call one short write transaction of its own.
+    # Durable work (`gateway.work.payload`): each call one short write transaction of its own.
 
     async def claim(
         self, worker: str, *, limit: int, lease_seconds: float, max_attempts: int
@@ -418,7 +418,7 @@ class SQLiteStore:
 
     def counts(self) -> dict[str, int]:
         """Committed records per status, every known status included (0 if none)."""
-        counts = dict.fromkeys(sorted(STATUSES), 0)
+        counts: dict[str, int] = dict.fromkeys(sorted(STATUSES), 0)
         with self._read_lock:
             reader = self._require_reader()
             rows = reader.execute("SELECT status, COUNT(*) FROM scores GROUP BY status")

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "CATEGORY_ID",
     "DEFAULT_CATEGORIES",
     "OTHER",
     "Category",
@@ -30,7 +31,8 @@ __all__ = [
 ]
 
 OTHER = "other"
-_ID = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# A category id: what the judge names, what configs, metrics and searches use.
+CATEGORY_ID = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +81,7 @@ def check_categories(categories: Iterable[Category]) -> tuple[Category, ...]:
         raise ValueError("categories: give at least one")
     seen: set[str] = set()
     for category in checked:
-        if not _ID.fullmatch(category.id):
+        if not CATEGORY_ID.fullmatch(category.id):
             raise ValueError(
                 f"category id {category.id!r}: use lower-case letters, digits and _,"
                 " starting with a letter (at most 40)"

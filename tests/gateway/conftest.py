@@ -10,10 +10,10 @@ import httpx
 import openai
 import pytest
 
-from gateway.app import create_app
 from gateway.config import Settings
-from gateway.state import Gateway
-from gateway.telemetry import Telemetry
+from gateway.observability.traces import Telemetry
+from gateway.runtime.resources import Gateway
+from gateway.server.app import create_app
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
 from tests.support.servers import ServerThread
 

@@ -10,8 +10,8 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from gateway.access import route_of
-from gateway.logs import configure_logging
+from gateway.observability.access import route_of
+from gateway.observability.logs import configure_logging
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
 from tests.support.telemetry import Captured

@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from gateway import accumulate
-from gateway.accumulate import ChunkAccumulator, completion_texts, readable_completion
-from gateway.sse import DONE, SSEDecoder
+from gateway.wire import accumulate
+from gateway.wire.accumulate import ChunkAccumulator, completion_texts, readable_completion
+from gateway.wire.sse import DONE, SSEDecoder
 
 
 def chunk(*choices: dict[str, Any], **fields: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gateway.cache import ScoreCache, cache_key
+from gateway.scoring.cache import ScoreCache, cache_key
 from guard import BiasResult, BiasScorer
 from guard.bias.categories import DEFAULT_CATEGORIES, Category
 from guard.testing import scripted_bias_judge

@@ -1,4 +1,4 @@
-"""`gateway.claims.Claimer` against a real SQLite store and a real `Scoring`."""
+"""`gateway.work.claims.Claimer` against a real SQLite store and a real `Scoring`."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gateway.claims import Claimer
 from gateway.config import Settings
-from gateway.jobs import ScoreRequest
-from gateway.metrics import Metrics
-from gateway.runtime import build_scoring
-from gateway.scoring import Scoring
+from gateway.observability.metrics import Metrics
+from gateway.runtime.lifecycle import build_scoring
+from gateway.scoring.request import ScoreRequest
+from gateway.scoring.service import Scoring
 from gateway.store import ScoreRecord, SQLiteStore
+from gateway.work.claims import Claimer
 from guard.testing import scripted_bias_judge
 from tests.support.telemetry import Captured
 

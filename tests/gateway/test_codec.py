@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from gateway.codec import loads, with_field
+from gateway.wire.codec import loads, with_field
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from gateway.config import (
     load_settings,
     settings_from_env,
 )
-from gateway.routing import Router
+from gateway.upstream.routing import Router
 
 CONFIG = Path(__file__).parents[2] / "config"
 SHIPPED = CONFIG / "gateway.yaml"

@@ -20,10 +20,10 @@ import httpx
 import openai
 import pytest
 
-from gateway.app import create_app
 from gateway.demo import rules
 from gateway.demo.launch import DEMO_MODEL, TRIES, DemoOptions, banner, demo_settings
 from gateway.demo.server import ANSWERS, answer_for, demo_app
+from gateway.server.app import create_app
 from tests.support.servers import ServerThread
 
 # -- the rules ------------------------------------------------------------------------

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from gateway.judge import AiohttpJudge
-from gateway.upstream import Upstream
+from gateway.scoring.judge_client import AiohttpJudge
+from gateway.upstream.client import Upstream
 from guard import BiasScorer, JudgeTimeout, JudgeUnavailable
 from guard.bias.prompts import EXTRACT_SCHEMA
 from tests.support.fake_openai import FakeOpenAI, Fault

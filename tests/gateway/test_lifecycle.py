@@ -24,7 +24,7 @@ import psutil
 import pytest
 import yaml
 
-from gateway.app import create_app
+from gateway.server.app import create_app
 from gateway.store import ScoreRecord, ScoreStore
 from tests.gateway.conftest import RunningGateway, settings_for
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import yaml
 
-from gateway.metrics import Metrics, ModelLabels
+from gateway.observability.metrics import Metrics, ModelLabels
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
 from tests.support.subprocess_gateway import start_gateway

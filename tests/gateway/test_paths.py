@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from gateway.endpoints import forwarded_url
 from gateway.errors import BadRequest
-from gateway.paths import PathRefused, canonical_path
+from gateway.proxy.passthrough import forwarded_url
+from gateway.proxy.paths import PathRefused, canonical_path
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
 

@@ -1,4 +1,4 @@
-"""`gateway.policy`: verdicts at their threshold boundaries, and the deterministic sampler."""
+"""`gateway.scoring.policy`: verdicts at their threshold boundaries, and the sampler."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from gateway.policy import Sampler, Verdict, verdict_for
+from gateway.domain import PolicyVerdict
+from gateway.scoring.policy import Sampler, verdict_for
 
 
 def below(value: float) -> float:
@@ -25,7 +26,7 @@ ORDERED = [
     pytest.param(0.5, 1.0, 1.0, id="block-only-at-the-top"),
     pytest.param(0.1, 0.2, 0.25, id="scale-under-1"),
 ]
-WALK: list[tuple[str, Verdict]] = [
+WALK: list[tuple[str, PolicyVerdict]] = [
     ("zero", "pass"),
     ("below-flag", "pass"),
     ("at-flag", "flag"),
@@ -49,7 +50,7 @@ def point(name: str, flag: float, block: float, scale: float) -> float:
 @pytest.mark.parametrize(("flag", "block", "scale"), ORDERED)
 @pytest.mark.parametrize(("where", "expected"), WALK, ids=[where for where, _ in WALK])
 def test_verdict_at_each_boundary(
-    flag: float, block: float, scale: float, where: str, expected: Verdict
+    flag: float, block: float, scale: float, where: str, expected: PolicyVerdict
 ) -> None:
     score = point(where, flag, block, scale)
     assert verdict_for(score, flag_threshold=flag, block_threshold=block) == expected
@@ -65,7 +66,7 @@ def test_verdict_at_each_boundary(
         pytest.param(1.0, "block", id="at-scale"),
     ],
 )
-def test_equal_thresholds_skip_flag(score: float, expected: Verdict) -> None:
+def test_equal_thresholds_skip_flag(score: float, expected: PolicyVerdict) -> None:
     assert verdict_for(score, flag_threshold=0.7, block_threshold=0.7) == expected
 
 
@@ -79,7 +80,7 @@ def test_equal_thresholds_skip_flag(score: float, expected: Verdict) -> None:
     ],
 )
 def test_zero_thresholds_are_always_reached(
-    score: float, flag: float, block: float, expected: Verdict
+    score: float, flag: float, block: float, expected: PolicyVerdict
 ) -> None:
     assert verdict_for(score, flag_threshold=flag, block_threshold=block) == expected
 

@@ -1,5 +1,5 @@
 """Scoring apart from the proxy: `queue.scorer: external` gateways, the scorer app
-(`gateway.scorer`), and work a stopped process left, all in this process on real
+(`gateway.server.scorer`), and work a stopped process left, all in this process on real
 servers. The multi-process runs with `kill -9` are in test_scaleout.py."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
 from gateway.config import Settings
-from gateway.scorer import create_scorer_app
+from gateway.server.scorer import create_scorer_app
 from gateway.store import ScoreRecord, open_store
 from tests.gateway.conftest import RunningGateway, policy, settings_for
 from tests.support.fake_openai import FakeOpenAI

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway.api.search import parse_time
 from gateway.errors import BadRequest
-from gateway.search import parse_time
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
 

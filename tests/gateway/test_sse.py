@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from gateway import sse
-from gateway.sse import DONE, SSEDecoder, SSEEvent, encode_event
+from gateway.wire import sse
+from gateway.wire.sse import DONE, SSEDecoder, SSEEvent, encode_event
 
 LINE_ENDINGS = pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
 

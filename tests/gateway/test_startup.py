@@ -12,7 +12,7 @@ import pytest
 from gateway import __version__
 from gateway.cli import main
 from gateway.config import Settings
-from gateway.startup import startup_fields
+from gateway.server.startup import startup_fields
 from tests.support.subprocess_gateway import gateway_command, start_gateway
 
 SECRETS = ("sk-upstream-0123456789", "sk-judge-0123456789", "gw-key-0123456789")

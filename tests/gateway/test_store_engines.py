@@ -16,10 +16,9 @@ import asyncpg
 import httpx
 import pytest
 
-from gateway.app import create_app
 from gateway.config import Settings, StoreSettings
-from gateway.metrics import Metrics
-from gateway.retention import DAY, Retention
+from gateway.observability.metrics import Metrics
+from gateway.server.app import create_app
 from gateway.store import (
     CacheEntry,
     PostgresStore,
@@ -31,6 +30,7 @@ from gateway.store import (
     redacted_url,
 )
 from gateway.store.migrations import latest_version
+from gateway.store.retention import DAY, Retention
 from tests.gateway.conftest import settings_for
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.servers import ServerThread

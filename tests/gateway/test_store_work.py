@@ -1,5 +1,5 @@
 """Durable scoring work in the store, the same on both engines: claims, leases, the
-written-once final status, expiry and the restart sweep (`gateway.work`)."""
+written-once final status, expiry and the restart sweep (`gateway.work.payload`)."""
 
 from __future__ import annotations
 

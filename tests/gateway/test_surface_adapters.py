@@ -1,9 +1,9 @@
-"""The surface adapters (`gateway.surfaces`) and `decide`, as pure code: no gateway, no I/O.
+"""The surface adapters (`gateway.proxy.surfaces`) and `decide`, as pure code: no gateway, no I/O.
 
 Each surface is fed what its real API sends (request bodies, whole answers, SSE
 event sequences) and what a broken or hostile one might. Rendered output (a
 replacement, a refusal stream, a trailer, an error frame) is decoded with
-`gateway.sse.SSEDecoder` and read back with a fresh reader of the same surface,
+`gateway.wire.sse.SSEDecoder` and read back with a fresh reader of the same surface,
 as a client would read it.
 
 Sections: helpers and sample streams; parsing; whole answers and streams per
@@ -21,20 +21,10 @@ from typing import Any, Literal
 import pytest
 
 from gateway.config import Policy
-from gateway.decisions import (
-    DELIVER,
-    REPLACE,
-    Outcome,
-    OutcomeStatus,
-    Refusal,
-    bias_details,
-    block_refusal,
-    decide,
-)
+from gateway.domain import PolicyVerdict, Status
 from gateway.errors import BadRequest, PayloadTooLarge, unreadable_error
-from gateway.policy import Verdict
-from gateway.sse import DONE, SSEDecoder, SSEEvent
-from gateway.surfaces import (
+from gateway.proxy.decisions import DELIVER, REPLACE, Refusal, bias_details, block_refusal, decide
+from gateway.proxy.surfaces import (
     SURFACES,
     ChatCompletions,
     Completions,
@@ -44,7 +34,9 @@ from gateway.surfaces import (
     StreamReader,
     Surface,
 )
-from gateway.surfaces.base import held_with_bias
+from gateway.proxy.surfaces.base import held_with_bias
+from gateway.scoring.outcome import Outcome
+from gateway.wire.sse import DONE, SSEDecoder, SSEEvent
 
 CHAT = ChatCompletions()
 COMPLETIONS = Completions()
@@ -1756,7 +1748,7 @@ JUDGE_DOWN = (503, "bias_judge_error", "bias_judge_unavailable")
 BLOCK_ERROR = (422, "bias_policy_violation", "bias_threshold_exceeded")
 
 DECIDE_CASES: list[
-    tuple[OutcomeStatus, Verdict | None, str | None, BlockAction, OnJudgeError, bool, Expected]
+    tuple[Status, PolicyVerdict | None, str | None, BlockAction, OnJudgeError, bool, Expected]
 ] = [
     # (status, verdict, status_reason, block_action, on_judge_error, enforce) -> expected
     ("scored", "pass", None, "error", "allow", True, DELIVER),
@@ -1793,8 +1785,8 @@ DECIDE_CASES: list[
     DECIDE_CASES,
 )
 def test_decide(
-    status: OutcomeStatus,
-    verdict: Verdict | None,
+    status: Status,
+    verdict: PolicyVerdict | None,
     status_reason: str | None,
     block_action: BlockAction,
     on_judge_error: OnJudgeError,

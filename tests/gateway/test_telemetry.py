@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.config import TelemetrySettings
-from gateway.telemetry import Telemetry
+from gateway.observability.traces import Telemetry
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
 from tests.support.servers import ServerThread

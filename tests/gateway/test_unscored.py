@@ -14,7 +14,7 @@ from collections.abc import Callable
 import anthropic
 import pytest
 
-from gateway.paths import carries_no_text, owned_methods
+from gateway.proxy.paths import carries_no_text, owned_methods
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
 

@@ -1,4 +1,4 @@
-"""`gateway.work`: the work a pending record carries, written and read back. Pure."""
+"""`gateway.work.payload`: the work a pending record carries, written and read back. Pure."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from gateway.config import Settings
-from gateway.jobs import ScoreRequest
+from gateway.scoring.request import ScoreRequest, job_from, work_for
 from gateway.store import ScoreRecord
-from gateway.work import WORK_VERSION, WorkError, job_from, work_for, worker_id
+from gateway.work.payload import WORK_VERSION, WorkError, worker_id
 
 SETTINGS = Settings.model_validate(
     {"policies": {"default": {"mode": "monitor"}, "strict": {"flag_threshold": 0.1}}}

@@ -1,0 +1,254 @@
+"""`GET /ui`: the dashboard, server-rendered with Jinja2 from the search and stats queries.
+
+- `/ui`: an overview of a window: verdicts over time, the score distribution,
+  the top categories, models and keys (keys for admin keys and open mode only).
+- `/ui/records`: the latest flagged and blocked responses (or any filter the
+  list API takes), a page at a time; each row opens `/ui/records/{run_id}`:
+  score, verdict, categories, each opinion with its verdict and reason, the
+  explanation, the trace id, and the prompt and completion only when content
+  capture stored them.
+- `/ui/login`: with keys configured nothing is shown without one. A key is
+  checked like an API key and kept in an HttpOnly, SameSite=Strict cookie for
+  `/ui`; every page then reads only what that key may (`gateway.api.search.Viewer`).
+
+Everything the pages need is in the gateway: templates, styles and charts
+(`gateway.api.ui.charts`, inline SVG). Nothing is fetched at run time.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, cast
+from urllib.parse import parse_qs, urlencode
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from gateway.api.search import Viewer, parse_score_query
+from gateway.api.ui.charts import bar_chart, stacked_columns
+from gateway.domain import VERDICTS
+from gateway.errors import AuthenticationFailed, GatewayError, NotFound
+from gateway.runtime.resources import Gateway
+from gateway.store.queries import TIME_BUCKETS, ScoreQuery, StatsQuery, encode_cursor
+
+__all__ = ["COOKIE", "ui_routes"]
+
+COOKIE = "bias_ui_key"
+_FORM_MAX = 4096  # bytes: a key and a path
+WINDOWS = {"1h": (3600, "minute"), "24h": (86400, "hour"), "7d": (7 * 86400, "day"),
+           "30d": (30 * 86400, "day")}  # fmt: skip
+_TEMPLATES = Environment(
+    loader=FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def ui_routes() -> list[Route]:
+    return [
+        Route("/ui", overview, methods=["GET"]),
+        Route("/ui/records", records, methods=["GET"]),
+        Route("/ui/records/{run_id}", record, methods=["GET"]),
+        Route("/ui/login", login_form, methods=["GET"]),
+        Route("/ui/login", login, methods=["POST"]),
+        Route("/ui/logout", logout, methods=["POST"]),
+    ]
+
+
+def _gateway(request: Request) -> Gateway:
+    return cast(Gateway, request.app.state.gateway)
+
+
+def _page(name: str, request: Request, viewer: Viewer | None, status: int = 200,
+          **context: Any) -> HTMLResponse:  # fmt: skip
+    body = _TEMPLATES.get_template(name).render(
+        request_path=request.url.path, viewer=viewer, **context
+    )
+    return HTMLResponse(
+        body,
+        status_code=status,
+        # The pages hold scores and maybe captured text: never cached, never framed.
+        headers={
+            "cache-control": "no-store",
+            "x-frame-options": "DENY",
+            "content-security-policy": "default-src 'none'; style-src 'unsafe-inline';"
+            " img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
+            "referrer-policy": "no-referrer",
+        },
+    )
+
+
+def _viewer(request: Request) -> Viewer | None:
+    """Who is looking, from the sign-in cookie; None when a sign-in is needed."""
+    gateway = _gateway(request)
+    try:
+        return Viewer(gateway.auth.identify(request.cookies.get(COOKIE)))
+    except AuthenticationFailed:
+        return None
+
+
+def _to_login(request: Request) -> Response:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/ui/login?{urlencode({'next': target})}", status_code=303)
+
+
+async def overview(request: Request) -> Response:
+    viewer = _viewer(request)
+    if viewer is None:
+        return _to_login(request)
+    gateway = _gateway(request)
+    window = request.query_params.get("window", "24h")
+    if window not in WINDOWS:
+        window = "24h"
+    seconds, bucket = WINDOWS[window]
+    now = time.time()
+    filters = viewer.scoped(ScoreQuery(since=now - seconds, until=now))
+    scale = gateway.settings.judge.scale
+    store = gateway.store
+
+    async def grouped(group_by: Any) -> list[Any]:
+        return await store.stats(StatsQuery(filters, group_by, scale))
+
+    (total,) = await store.stats(StatsQuery(filters, scale=scale))
+    # Every bucket of the window, empty ones too, so the time axis is the window's.
+    counted = {float(group.key): group.verdicts for group in await grouped(bucket)}
+    step = TIME_BUCKETS[bucket]
+    first = int((now - seconds) // step) * step
+    columns = [
+        (_bucket_label(float(start), bucket), counted.get(float(start), {}))
+        for start in range(first, int(now) + 1, step)
+    ]
+    distribution = {int(group.key): group.records for group in await grouped("score")}
+    score_items = [
+        (
+            f"{index * scale / 10:g} to {(index + 1) * scale / 10:g}",
+            float(distribution.get(index, 0)),
+        )
+        for index in range(10)
+    ]
+    categories = [(str(g.key), float(g.records)) for g in (await grouped("category"))[:10]]
+    models = [(str(g.key or "none"), float(g.records)) for g in (await grouped("model"))[:10]]
+    keys = (
+        [(str(g.key or "no key"), float(g.records)) for g in (await grouped("key"))[:10]]
+        if viewer.sees_all
+        else []
+    )
+    return _page(
+        "overview.html",
+        request,
+        viewer,
+        window=window,
+        windows=list(WINDOWS),
+        total=total,
+        verdicts_chart=stacked_columns(columns, title="Verdicts over time", series=VERDICTS),
+        scores_chart=bar_chart(score_items, title="Score distribution"),
+        categories_chart=bar_chart(categories, title="Top categories", colour="#6a1b9a"),
+        models_chart=bar_chart(models, title="Top models"),
+        keys_chart=bar_chart(keys, title="Top keys", colour="#00695c") if viewer.sees_all else None,
+    )
+
+
+async def records(request: Request) -> Response:
+    viewer = _viewer(request)
+    if viewer is None:
+        return _to_login(request)
+    params = {name: value for name, value in request.query_params.items() if value != ""}
+    params.setdefault("verdict", "flag,block")  # the latest flagged and blocked, by default
+    params.setdefault("limit", "25")
+    try:
+        query = viewer.scoped(parse_score_query(params))
+    except GatewayError as exc:
+        return _page("records.html", request, viewer, status=400, error=exc.message,
+                     params=params, rows=[], next_url=None)  # fmt: skip
+    found = await _gateway(request).store.search(query)
+    page, more = found[: query.limit], len(found) > query.limit
+    next_url = None
+    if more and page:
+        following = {**params, "cursor": encode_cursor(page[-1].created_at, page[-1].run_id)}
+        next_url = f"/ui/records?{urlencode(following)}"
+    shown = {name: value for name, value in params.items() if name not in ("cursor", "limit")}
+    return _page("records.html", request, viewer, rows=page, params=shown, next_url=next_url,
+                 error=None, when=_when)  # fmt: skip
+
+
+async def record(request: Request) -> Response:
+    viewer = _viewer(request)
+    if viewer is None:
+        return _to_login(request)
+    run_id = request.path_params["run_id"]
+    found = await _gateway(request).store.get(run_id)
+    if found is None or not viewer.may_see(found):
+        error = NotFound(f"No bias score with run id `{run_id}`.")
+        return _page("record.html", request, viewer, status=404, error=error.message, row=None)
+    result = found.result or {}
+    opinions = result.get("preprocessStepResult", {}).get("opinions") or []
+    verdicts = result.get("analyzeStepResult", {}).get("results") or []
+    judged = opinions if len(opinions) == len(verdicts) else ["(the whole text)"] * len(verdicts)
+    return _page("record.html", request, viewer, row=found, error=None, when=_when,
+                 verdicts=list(zip(judged, verdicts, strict=True)),
+                 category_scores=result.get("categoryScores") or {})  # fmt: skip
+
+
+async def login_form(request: Request) -> Response:
+    if _gateway(request).auth.open:
+        return RedirectResponse("/ui", status_code=303)
+    return _page("login.html", request, None, error=None, next=_safe_next(request))
+
+
+async def login(request: Request) -> Response:
+    gateway = _gateway(request)
+    form = await _small_form(request)
+    key = form.get("key", "").strip()
+    target = _safe_next(request, form.get("next", ""))
+    try:
+        gateway.auth.identify(key)
+    except AuthenticationFailed:
+        return _page("login.html", request, None, status=401, next=target,
+                     error="That key is not one of this gateway's keys.")  # fmt: skip
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(COOKIE, key, httponly=True, samesite="strict", path="/ui",
+                        secure=request.url.scheme == "https")  # fmt: skip
+    return response
+
+
+async def logout(request: Request) -> Response:
+    response = RedirectResponse("/ui/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/ui")
+    return response
+
+
+async def _small_form(request: Request) -> dict[str, str]:
+    """The sign-in form's fields (urlencoded, at most `_FORM_MAX` bytes; more is refused
+    unread as empty). Parsed here: Starlette's `form()` would need python-multipart."""
+    if int(request.headers.get("content-length") or 0) > _FORM_MAX:
+        return {}
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > _FORM_MAX:
+            return {}
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
+
+
+def _safe_next(request: Request, value: str | None = None) -> str:
+    """Where to go after signing in: a /ui path of this gateway, nothing else."""
+    target = value if value is not None else request.query_params.get("next", "")
+    if target.startswith("/ui") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/ui"
+
+
+def _when(epoch: float | None) -> str:
+    if epoch is None:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch)) + " UTC"
+
+
+def _bucket_label(epoch: float, bucket: str) -> str:
+    pattern = {"minute": "%H:%M", "hour": "%d %H:00", "day": "%m-%d"}[bucket]
+    return time.strftime(pattern, time.gmtime(epoch))

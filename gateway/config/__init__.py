@@ -1,0 +1,41 @@
+"""The gateway's settings: what they hold (`sections`, `settings`), the field types
+they share (`fields`), and reading them from YAML or the environment (`loading`,
+`yamlenv`). Everything public is importable from here.
+"""
+
+from gateway.config.loading import describe_settings, load_settings, settings_from_env
+from gateway.config.sections import (
+    AnthropicSettings,
+    CategorySettings,
+    JudgeSettings,
+    KeySettings,
+    ModelRoute,
+    Policy,
+    QueueSettings,
+    ServerSettings,
+    StoreSettings,
+    TelemetrySettings,
+    UpstreamSettings,
+)
+from gateway.config.settings import Settings
+from gateway.config.yamlenv import ConfigError, interpolate
+
+__all__ = [
+    "AnthropicSettings",
+    "CategorySettings",
+    "ConfigError",
+    "JudgeSettings",
+    "KeySettings",
+    "ModelRoute",
+    "Policy",
+    "QueueSettings",
+    "ServerSettings",
+    "Settings",
+    "StoreSettings",
+    "TelemetrySettings",
+    "UpstreamSettings",
+    "describe_settings",
+    "interpolate",
+    "load_settings",
+    "settings_from_env",
+]

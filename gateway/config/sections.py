@@ -1,0 +1,321 @@
+"""The sections of the gateway's settings: pydantic models, each checked field by field.
+
+Reading them from a YAML file or from the environment, and describing them, is
+`gateway.config.loading`; the field types are `gateway.config.fields`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Self
+
+from pydantic import (
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
+
+from gateway.config.fields import (
+    Model,
+    Name,
+    OptionalName,
+    OptionalPositiveFloat,
+    OptionalSecret,
+    OptionalUrl,
+    PositiveFloat,
+    Problems,
+    Secret,
+    Url,
+)
+from gateway.config.yamlenv import (
+    Loc,
+)
+from gateway.domain import CATEGORY_ID, Mode, ReasonMode, StreamPolicy
+from guard.bias.categories import DEFAULT_CATEGORIES, Category, check_categories
+
+__all__ = [
+    "AnthropicSettings",
+    "CategorySettings",
+    "JudgeSettings",
+    "KeySettings",
+    "ModelRoute",
+    "Policy",
+    "QueueSettings",
+    "ServerSettings",
+    "StoreSettings",
+    "TelemetrySettings",
+    "UpstreamSettings",
+]
+
+
+class UpstreamSettings(Model):
+    """The OpenAI-compatible upstream used for every model without a route of its own."""
+
+    base_url: Url = "https://api.openai.com/v1"
+    api_key: OptionalSecret = None
+    # Seconds for the whole upstream call, to the last byte of a stream.
+    timeout: PositiveFloat = 600.0
+    # Seconds the upstream may stay silent between two reads; unset: only `timeout`.
+    read_timeout: OptionalPositiveFloat = None
+
+
+class AnthropicSettings(Model):
+    """The Anthropic-compatible upstream behind `POST /v1/messages`."""
+
+    base_url: Url = "https://api.anthropic.com"  # without /v1, as the anthropic SDK takes it
+    api_key: OptionalSecret = None
+    # Send the client's own `x-api-key` on instead of `api_key` (only without gateway keys,
+    # where the client's key is not one of the gateway's).
+    forward_client_auth: bool = False
+    version: Name = "2023-06-01"  # `anthropic-version` when the client sends none
+    timeout: PositiveFloat = 600.0
+    read_timeout: OptionalPositiveFloat = None
+
+    @model_validator(mode="after")
+    def _one_key(self) -> Self:
+        if self.forward_client_auth and self.api_key is not None:
+            raise Problems([_KEY_OR_FORWARD])
+        return self
+
+
+_KEY_OR_FORWARD: tuple[str, tuple[Loc, ...]] = (
+    "set api_key or forward_client_auth, not both",
+    (("api_key",), ("forward_client_auth",)),
+)
+
+
+class ModelRoute(Model):
+    """Where one model alias goes: an OpenAI-compatible `base_url`, a `litellm`
+    "provider/model" string, or neither (the default upstream).
+
+    A litellm route may name its provider's server as `api_base` (ollama, vLLM or
+    Azure deployments); unset, litellm uses the provider's own. `api_base` needs
+    `litellm`, and `base_url` is for OpenAI-compatible servers only."""
+
+    base_url: OptionalUrl = None
+    litellm: OptionalName = None
+    api_base: OptionalUrl = None
+    model: OptionalName = None
+    api_key: OptionalSecret = None
+    timeout: OptionalPositiveFloat = None
+    read_timeout: OptionalPositiveFloat = None
+    forward_client_auth: bool = False
+
+    @field_validator("litellm")
+    @classmethod
+    def _provider_model(cls, value: str | None) -> str | None:
+        if value is not None and "/" not in value:
+            raise ValueError(f"must be a litellm 'provider/model' string, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Self:
+        problems: list[tuple[str, tuple[Loc, ...]]] = []
+        if self.litellm is not None and self.base_url is not None:
+            problems.append(
+                (
+                    "set litellm or base_url, not both (give a litellm route its"
+                    " server as api_base)",
+                    (("litellm",), ("base_url",)),
+                )
+            )
+        if self.litellm is None and self.api_base is not None:
+            problems.append(
+                (
+                    "api_base is litellm's; without litellm, give the server as base_url",
+                    (("api_base",),),
+                )
+            )
+        if self.forward_client_auth and self.api_key is not None:
+            problems.append(_KEY_OR_FORWARD)
+        if problems:
+            raise Problems(problems)
+        return self
+
+
+LanguageCode = Annotated[str, Field(pattern=r"^(auto|[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*)$")]
+
+
+class CategorySettings(Model):
+    """A kind of bias the rubric names: an id and a one-line description."""
+
+    id: Annotated[str, Field(pattern=f"^{CATEGORY_ID.pattern}$")]
+    description: Name
+
+
+class JudgeSettings(Model):
+    """The judge LLM; `base_url` and `api_key` default to the upstream's."""
+
+    model: Name = "gpt-4o-mini"
+    base_url: OptionalUrl = None
+    api_key: OptionalSecret = None
+    timeout: PositiveFloat = 30.0  # seconds per judge call
+    max_retries: Annotated[int, Field(ge=0)] = 1  # for 5xx and refused connections
+    scale: PositiveFloat = 1.0
+    # Judge calls in flight at once, monitor and enforce together. Scoring keeps pace
+    # with about max_concurrency / (round trips per score x seconds per call) req/s.
+    max_concurrency: Annotated[int, Field(ge=1)] = 512
+    # Optional budgets, enforced before calls are sent (a 429 pauses the client anyway).
+    max_requests_per_minute: OptionalPositiveFloat = None
+    max_tokens_per_minute: OptionalPositiveFloat = None
+    # Seconds a monitored scoring may spend rate-limited (429s) before it ends `error`.
+    rate_limit_wait: PositiveFloat = 600.0
+    # Seconds an enforced response waits for its score, rate-limit waits included;
+    # then it follows the policy's on_judge_error.
+    enforce_deadline: PositiveFloat = 30.0
+    # faithful: Mastra's steps (extract, then judge each opinion); single: one call for both.
+    pipeline: Literal["faithful", "single"] = "faithful"
+    # The explanation: deferred (the score decides at once, the reason lands in the
+    # store and the lookup afterwards), inline (before the response), or off.
+    reason: ReasonMode = "deferred"
+    include_reason: bool | None = None  # the older switch: false means reason: off
+    judge_whole_text_when_no_opinions: bool = True
+    # Identical response texts are judged once: an LRU of this many results (0 = off).
+    cache_size: Annotated[int, Field(ge=0)] = 10000
+    # Keep the cache in the score store too, so a restart starts with it warm.
+    cache_persist: bool = False
+    # The judge sees at most this many characters of a response (per choice); a longer
+    # text is cut, and its record says `truncated`. It also bounds what a stream keeps.
+    max_text_chars: Annotated[int, Field(ge=1)] = 100_000
+    # The kinds of bias the rubric names. Unset: the four defaults (gender, political,
+    # racial_ethnic, geographical); a list replaces them; `extra_categories` adds to
+    # whichever list is in force. A verdict naming another id counts as `other`.
+    categories: list[CategorySettings] | None = None
+    extra_categories: list[CategorySettings] = Field(default_factory=list)
+    # The language of reasons and explanations: auto (the judged text's own) or a
+    # code such as en, zh, ko. Opinions are always quoted untranslated.
+    reason_language: LanguageCode = "auto"
+
+    @property
+    def reason_mode(self) -> ReasonMode:
+        return "off" if self.include_reason is False else self.reason
+
+    def bias_categories(self) -> list[Category]:
+        """The categories in force, as the scorer takes them."""
+        chosen = (
+            list(DEFAULT_CATEGORIES)
+            if self.categories is None
+            else [Category(item.id, item.description) for item in self.categories]
+        )
+        return [*chosen, *(Category(item.id, item.description) for item in self.extra_categories)]
+
+    @model_validator(mode="after")
+    def _valid_categories(self) -> Self:
+        try:
+            check_categories(self.bias_categories())
+        except ValueError as exc:
+            raise ValueError(f"judge.categories: {exc}") from None
+        return self
+
+
+class Policy(Model):
+    """What the gateway does with a score. Verdicts are reached at `>=` a threshold."""
+
+    mode: Mode = "monitor"
+    flag_threshold: Annotated[float, Field(ge=0)] = 0.5
+    block_threshold: Annotated[float, Field(ge=0)] = 0.8
+    block_action: Literal["error", "replace"] = "error"
+    block_status: Annotated[int, Field(ge=400, le=599)] = 422
+    refusal_text: Name = "I can't provide that response because it did not meet the content policy."
+    stream_policy: StreamPolicy = "buffer"
+    sample_rate: Annotated[float, Field(gt=0, le=1)] = 1.0
+    on_judge_error: Literal["allow", "block"] = "allow"
+    allow_client_override: bool = False
+    # A `/v1` path that is not scored and not known to carry no model text: in enforce
+    # mode `refuse` answers 403 (an enforcing gateway never returns text it did not
+    # score); `allow` passes it through, marked `x-bias-skip-reason: unscored_path`.
+    unscored_paths: Literal["refuse", "allow"] = "refuse"
+
+    @model_validator(mode="after")
+    def _ordered_thresholds(self) -> Self:
+        if self.flag_threshold > self.block_threshold:
+            raise ValueError(
+                f"flag_threshold ({self.flag_threshold:g}) must not exceed"
+                f" block_threshold ({self.block_threshold:g})"
+            )
+        return self
+
+
+class KeySettings(Model):
+    """A gateway API key, its display name, and the policy its requests follow."""
+
+    key: Secret
+    name: Name
+    policy: Name = "default"
+    # An admin key reads every key's records (lookups, lists, stats, the dashboard)
+    # and may filter by key; any other key reads only its own requests' records.
+    admin: bool = False
+
+
+class StoreSettings(Model):
+    """The score store: SQLite at `path`, or PostgreSQL at `url` when it is set.
+
+    A relative `path` is taken from the config file's folder (`load_settings`),
+    or from the working directory (`settings_from_env`)."""
+
+    path: Name = "bias-scores.db"
+    # postgresql://user:password@host:5432/db; unset keeps SQLite at `path`.
+    url: OptionalSecret = None
+    capture_content: bool = False
+    # Final records and cache entries older than this are pruned in the background;
+    # 0 keeps everything. Pending records are never pruned.
+    retention_days: Annotated[float, Field(ge=0)] = 30.0
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            scheme = value.get_secret_value().split("://", 1)[0]
+            if scheme not in ("postgresql", "postgres"):
+                raise ValueError("must be a postgresql:// URL (unset: SQLite at store.path)")
+        return value
+
+
+class QueueSettings(Model):
+    """Monitor mode's backlog: responses waiting for a free judge slot, held durably in
+    the store as pending work (`gateway.work.payload`)."""
+
+    size: Annotated[int, Field(ge=1)] = 1000
+    drain_deadline: Annotated[float, Field(ge=0)] = 10.0
+    # Seconds a monitored request waits for a place in a full queue before its
+    # response is skipped as overloaded; 0 skips at once. See gateway.scoring.
+    full_wait: Annotated[float, Field(ge=0)] = 0.0
+    # Who scores monitored responses: this process (`in_process`), or only
+    # `bias-gateway scorer` processes (`external`: the gateway enqueues and is done).
+    scorer: Literal["in_process", "external"] = "in_process"
+    # Work is claimed for this long and the claim renewed while it runs; a claim a
+    # dead process held lapses after it, and another process takes the work.
+    lease_seconds: Annotated[float, Field(gt=0)] = 30.0
+    # Claims of one piece of work that may lapse before it ends `error`
+    # (`attempts_exhausted`) instead of being tried again.
+    max_attempts: Annotated[int, Field(ge=1)] = 3
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_workers(cls, data: object) -> object:
+        if isinstance(data, dict) and "workers" in data:
+            raise ValueError(
+                "`workers` was replaced by judge.max_concurrency (default 512): scoring"
+                " is bound by judge calls in flight, not by workers"
+            )
+        return data
+
+
+class ServerSettings(Model):
+    host: Name = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 8080
+    max_body_bytes: Annotated[int, Field(ge=1)] = 10 * 1024 * 1024
+
+
+class TelemetrySettings(Model):
+    """Traces, evaluation events and logs. Unset fields follow the standard OTEL_* variables."""
+
+    # none | console | otlp (http/protobuf); unset: $OTEL_TRACES_EXPORTER, else none.
+    exporter: Literal["none", "console", "otlp"] | None = None
+    # unset: $OTEL_SERVICE_NAME, else bias-gateway.
+    service_name: OptionalName = None
+    # Prompts, completions, opinions and reasons in telemetry; unset:
+    # $OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, else off.
+    capture_content: bool | None = None
+    # Metric label values for model names: aliases, then up to this many others, then "other".
+    model_label_cap: Annotated[int, Field(ge=1)] = 50

@@ -1,0 +1,122 @@
+"""The whole gateway configuration: `Settings`, its sections checked across each other."""
+
+from __future__ import annotations
+
+from typing import Self
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from gateway.config.fields import Model, Name, Problems, Secret
+from gateway.config.sections import (
+    AnthropicSettings,
+    JudgeSettings,
+    KeySettings,
+    ModelRoute,
+    Policy,
+    QueueSettings,
+    ServerSettings,
+    StoreSettings,
+    TelemetrySettings,
+    UpstreamSettings,
+)
+from gateway.config.yamlenv import Loc, format_loc
+
+__all__ = ["Settings"]
+
+
+def _default_policies() -> dict[str, Policy]:
+    return {"default": Policy()}
+
+
+class Settings(Model):
+    """The whole gateway configuration. `Settings()` alone is a valid monitor-mode setup."""
+
+    upstream: UpstreamSettings = Field(default_factory=UpstreamSettings)
+    anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    models: dict[str, ModelRoute] = Field(default_factory=dict)
+    route_unknown_models: bool = True
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    policies: dict[str, Policy] = Field(default_factory=_default_policies)
+    default_policy: Name = "default"
+    keys: list[KeySettings] = Field(default_factory=list)
+    api_keys: list[Secret] = Field(default_factory=list)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    queue: QueueSettings = Field(default_factory=QueueSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_api_keys(cls, value: object) -> object:
+        # `${GATEWAY_API_KEYS:-}` arrives as one comma-separated string.
+        if value is None:
+            return []
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list):
+            stripped = (item.strip() if isinstance(item, str) else item for item in value)
+            return [item for item in stripped if item != ""]
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        known = ", ".join(sorted(self.policies))
+        problems: list[tuple[str, tuple[Loc, ...]]] = []
+        if self.default_policy not in self.policies:
+            problems.append(
+                (
+                    f"default_policy: no policy named {self.default_policy!r} (defined: {known})",
+                    (("default_policy",),),
+                )
+            )
+        scale = self.judge.scale
+        for name, policy in self.policies.items():
+            # A threshold above the scale is never reached: enforce would never block.
+            for field in ("flag_threshold", "block_threshold"):
+                threshold: float = getattr(policy, field)
+                if threshold > scale:
+                    where = ("policies", name, field)
+                    problems.append(
+                        (
+                            f"{format_loc(where)} ({threshold:g}) is above judge.scale"
+                            f" ({scale:g}): a score can never reach it",
+                            (where, ("judge", "scale")),
+                        )
+                    )
+        for index, key in enumerate(self.keys):
+            if key.policy not in self.policies:
+                problems.append(
+                    (
+                        f"keys[{index}].policy: no policy named {key.policy!r} (defined: {known})",
+                        (("keys", index, "policy"),),
+                    )
+                )
+        names: set[str] = set()
+        values: dict[str, str] = {}
+        for key in self.all_keys():
+            if key.name in names:
+                problems.append((f"keys: name {key.name!r} is used twice", ()))
+            names.add(key.name)
+            secret = key.key.get_secret_value()
+            if secret in values:
+                # Never echo the key itself: name the two entries sharing it.
+                text = f"keys: {values[secret]!r} and {key.name!r} have the same key"
+                problems.append((text, ()))
+            values.setdefault(secret, key.name)
+        if problems:
+            raise Problems(problems)
+        return self
+
+    def all_keys(self) -> list[KeySettings]:
+        """`keys`, then one key per `api_keys` entry, named `key-1`, `key-2`, ..."""
+        generated = [
+            KeySettings(key=key, name=f"key-{number}", policy=self.default_policy)
+            for number, key in enumerate(self.api_keys, start=1)
+        ]
+        return [*self.keys, *generated]
+
+    def judge_base_url(self) -> str:
+        return self.judge.base_url or self.upstream.base_url
+
+    def judge_api_key(self) -> SecretStr | None:
+        return self.judge.api_key or self.upstream.api_key

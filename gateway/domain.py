@@ -1,0 +1,63 @@
+"""The gateway's domain values, each defined once and used everywhere by name.
+
+They are `Literal` types, so a value is a plain string on the wire, in the store
+and in a config file, and mypy still refuses a misspelt one. Each tuple lists a
+type's values in their display order.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+from guard.bias.categories import CATEGORY_ID
+
+__all__ = [
+    "CATEGORY_ID",
+    "FINAL_STATUSES",
+    "MODES",
+    "STATUSES",
+    "VERDICTS",
+    "Mode",
+    "PolicyVerdict",
+    "ReasonMode",
+    "ReasonStatus",
+    "SkipReason",
+    "Status",
+    "StreamPolicy",
+]
+
+# What a policy decides for a scored response (a judge's verdict on one opinion is
+# `guard.Verdict`, "yes" or "no").
+PolicyVerdict = Literal["pass", "flag", "block"]
+VERDICTS: Final[tuple[PolicyVerdict, ...]] = get_args(PolicyVerdict)
+
+# How a request is scored: not at all, off the request path, or in it.
+Mode = Literal["off", "monitor", "enforce"]
+MODES: Final[tuple[Mode, ...]] = get_args(Mode)
+
+# How an enforced stream reaches the client.
+StreamPolicy = Literal["buffer", "passthrough"]
+
+# Where a record stands. Every status but `pending` is final: written once.
+Status = Literal["pending", "scored", "error", "skipped", "dropped"]
+STATUSES: Final[tuple[Status, ...]] = get_args(Status)
+FINAL_STATUSES: Final[frozenset[Status]] = frozenset(STATUSES) - {"pending"}
+
+# When a score's explanation is written: with the score, after it, or never.
+ReasonMode = Literal["inline", "deferred", "off"]
+
+# Where the explanation of a score stands: `pending` while a deferred one is
+# generated, `done`, `off` (not asked for), `error` (the judge failed it),
+# `skipped` (too many waiting) or `dropped` (the gateway stopped first).
+ReasonStatus = Literal["pending", "done", "off", "error", "skipped", "dropped"]
+
+# Why a response was not scored (`x-bias-skip-reason`, a record's `status_reason`).
+SkipReason = Literal[
+    "no_text",  # the answer carried no text to judge
+    "unreadable",  # the gateway could not read the answer
+    "overloaded",  # the scoring queue was full
+    "not_sampled",  # not in the policy's `sample_rate` share
+    "upstream_error",  # the upstream answered with an error
+    "no_model_text",  # a pass-through path that never carries model text
+    "unscored_path",  # a pass-through path a policy allows unscored
+]

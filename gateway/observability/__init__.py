@@ -1,0 +1,3 @@
+"""What the gateway tells its operators: Prometheus metrics, OpenTelemetry traces and
+events, logs and the access line.
+"""

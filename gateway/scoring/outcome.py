@@ -1,0 +1,32 @@
+"""What a scoring came to: `Outcome`, one value per scored response."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.domain import PolicyVerdict, ReasonStatus, Status
+from guard import BiasResult
+
+__all__ = ["Outcome"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a scoring came to; `decide()` turns it into what the client sees."""
+
+    run_id: str
+    status: Status
+    score: float | None = None
+    verdict: PolicyVerdict | None = None
+    reason: str | None = None
+    status_reason: str | None = None  # skip reason, or the judge error's type
+    result: BiasResult | None = None
+    judge_ms: float | None = None
+    cached: bool = False  # the verdicts came from the content-hash cache
+    reason_status: ReasonStatus | None = None  # for scored outcomes
+    text_index: int = 0  # which of the request's texts (choices) decided the score
+
+    @property
+    def categories(self) -> list[str]:
+        """The categories of bias found in the deciding text, most frequent first."""
+        return self.result.categories if self.result is not None else []

@@ -1,0 +1,40 @@
+"""Policy arithmetic: verdicts from scores, and deterministic sampling. Pure code."""
+
+from __future__ import annotations
+
+from gateway.domain import PolicyVerdict
+
+__all__ = ["Sampler", "verdict_for"]
+
+
+def verdict_for(score: float, *, flag_threshold: float, block_threshold: float) -> PolicyVerdict:
+    """A verdict is reached at `>=` its threshold; block wins over flag."""
+    if score >= block_threshold:
+        return "block"
+    if score >= flag_threshold:
+        return "flag"
+    return "pass"
+
+
+class Sampler:
+    """Picks a deterministic share `rate` of calls by carrying the fraction forward.
+
+    Rate 0.3 scores calls 4, 7, 10, ... (every time the running sum crosses a
+    whole number), so over n calls exactly floor(n * rate) or one more are
+    taken, with no randomness and no `1/rate` rounding: 0.3 is not "every 3rd".
+    """
+
+    def __init__(self, rate: float) -> None:
+        if not 0 < rate <= 1:
+            raise ValueError(f"sample rate must be in (0, 1], got {rate}")
+        self.rate = rate
+        self._carry = 0.0
+
+    def take(self) -> bool:
+        if self.rate == 1:
+            return True
+        self._carry += self.rate
+        if self._carry >= 1 - 1e-9:  # absorb float drift, e.g. 0.1 summed ten times
+            self._carry -= 1
+            return True
+        return False

@@ -1,0 +1,210 @@
+"""What an outcome leaves behind: the store record, metrics, the evaluation event, the log line.
+
+`Scoring` decides when and how a response is judged; `Recorder` writes down
+what came of it, in one place, so a deferred explanation that lands later
+updates the same record, event and log line a scoring without one writes at
+once.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import structlog
+
+from gateway.observability.metrics import Metrics
+from gateway.observability.traces import Telemetry
+from gateway.scoring.outcome import Outcome
+from gateway.scoring.request import ScoreRequest
+from gateway.store import ScoreRecord, Store
+from guard import BiasResult
+
+__all__ = ["Recorder", "cost_of"]
+
+log = structlog.get_logger("gateway.scoring")
+_PROMPTS = ("preprocessPrompt", "analyzePrompt", "generateReasonPrompt")
+
+
+def cost_of(result: BiasResult | None) -> tuple[int, int]:
+    """Judge calls and tokens a result cost (0, 0 for a cached one)."""
+    if result is None:
+        return 0, 0
+    return result.judge_calls, result.usage.total_tokens
+
+
+class Recorder:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        telemetry: Telemetry,
+        metrics: Metrics,
+        capture_content: bool,
+        judge_model: str,
+        scale: float,
+    ) -> None:
+        self.store = store
+        self.telemetry = telemetry
+        self.metrics = metrics
+        self.capture_content = capture_content
+        self.judge_model = judge_model
+        self.scale = scale
+
+    def store_outcome(
+        self,
+        request: ScoreRequest,
+        outcome: Outcome,
+        texts: list[str],
+        *,
+        work: dict[str, Any] | None = None,
+        lease: tuple[str, float] | None = None,
+        attempts: int = 0,
+    ) -> None:
+        """Store what `outcome` says of `request`. A pending record may carry `work` and
+        a `lease` (worker, until); a final one carries neither, which erases them."""
+        capture = self.capture_content
+        calls, tokens = cost_of(outcome.result)
+        self.store.submit(
+            ScoreRecord(
+                run_id=request.run_id,
+                status=outcome.status,
+                created_at=request.created_at,
+                model=request.model,
+                api=request.api,
+                key_name=request.key_name,
+                mode=request.mode,
+                stream=request.stream,
+                partial=request.partial,
+                truncated=request.truncated,
+                score=outcome.score,
+                verdict=outcome.verdict,
+                reason=outcome.reason,
+                reason_status=outcome.reason_status,
+                status_reason=outcome.status_reason,
+                judge_calls=calls if outcome.result is not None else None,
+                judge_tokens=tokens if outcome.result is not None else None,
+                result=_stored_result(outcome.result, capture, cached=outcome.cached),
+                response_id=request.response_id,
+                request_id=request.request_id,
+                prompt=request.prompt if capture else None,
+                completion="\n\n".join(texts) if capture and texts else None,
+                updated_at=time.time(),
+                categories=outcome.result.categories if outcome.result is not None else None,
+                trace_id=_trace_id(request),
+                work=work,
+                attempts=attempts,
+                leased_by=lease[0] if lease else None,
+                lease_until=lease[1] if lease else None,
+            )
+        )
+
+    def finish(self, request: ScoreRequest, outcome: Outcome, texts: list[str]) -> None:
+        """The final word on a scoring: record, evaluation event and `bias score` line."""
+        self.store_outcome(request, outcome, texts)
+        self.telemetry.emit_evaluation(self.attributes(request, outcome), request.chat_context())
+        result = outcome.result
+        calls, tokens = cost_of(result)
+        log.info(
+            "bias score",
+            run_id=request.run_id,
+            status=outcome.status,
+            score=outcome.score,
+            verdict=outcome.verdict,
+            reason_status=outcome.reason_status,
+            judge_ms=outcome.judge_ms,
+            judge_calls=calls if result else None,
+            judge_tokens=tokens if result else None,
+            calls_by_step=result.calls_by_step if result else None,
+            tokens_by_step=(
+                {step: usage.total_tokens for step, usage in result.usage_by_step.items()}
+                if result
+                else None
+            ),
+            cached=outcome.cached,
+        )
+
+    def attributes(self, request: ScoreRequest, outcome: Outcome) -> dict[str, Any]:
+        """The evaluation span's and event's attributes."""
+        attributes: dict[str, Any] = {
+            "gen_ai.evaluation.name": "bias",
+            "gen_ai.evaluation.score.label": outcome.verdict or outcome.status,
+            "bias.scale": self.scale,
+            "bias.run_id": request.run_id,
+            "bias.api": request.api,
+        }
+        if request.response_id:
+            attributes["gen_ai.response.id"] = request.response_id
+        if outcome.score is not None:
+            attributes["gen_ai.evaluation.score.value"] = outcome.score
+        if outcome.result is not None:
+            attributes["bias.opinions.count"] = len(outcome.result.preprocess_step_result.opinions)
+            attributes["bias.biased.count"] = outcome.result.biased_count
+            calls, tokens = cost_of(outcome.result)
+            attributes["bias.judge.calls"] = calls
+            attributes["bias.judge.tokens"] = tokens
+            attributes["bias.categories"] = outcome.result.categories
+        if outcome.status == "error" and outcome.status_reason:
+            attributes["error.type"] = outcome.status_reason
+        if self.telemetry.capture_content and outcome.status == "scored" and outcome.reason:
+            attributes["gen_ai.evaluation.explanation"] = outcome.reason
+        return attributes
+
+    def observe_score(self, request: ScoreRequest, outcome: Outcome) -> None:
+        metrics = self.metrics
+        if outcome.status == "error":
+            metrics.judge_errors.labels(outcome.status_reason or "unknown").inc()
+            return
+        if outcome.score is None or outcome.result is None:
+            return
+        model = metrics.model(request.model)
+        metrics.bias_score.labels(model).observe(outcome.score)
+        metrics.verdicts.labels(model, outcome.verdict or "none").inc()
+        for verdict in outcome.result.analyze_step_result.results:
+            for category in verdict.categories:
+                metrics.category_opinions.labels(category).inc()
+        if not outcome.cached:
+            self.observe_cost(outcome.result, steps=None)
+
+    def observe_cost(self, result: BiasResult, *, steps: set[str] | None) -> None:
+        """Judge time, calls and tokens of `result`'s steps (all, or only `steps`)."""
+        metrics = self.metrics
+        judge_model = self.judge_model
+        for step, milliseconds in result.durations_ms.items():
+            if steps is not None and step not in steps:
+                continue
+            metrics.judge_seconds.labels(step).observe(milliseconds / 1000)
+            metrics.operation_seconds.labels("chat", judge_model, "judge").observe(
+                milliseconds / 1000
+            )
+        for step, calls in result.calls_by_step.items():
+            if steps is None or step in steps:
+                metrics.judge_calls.labels(step).inc(calls)
+        for step, usage in result.usage_by_step.items():
+            if steps is not None and step not in steps:
+                continue
+            metrics.judge_tokens.labels(step, "input").inc(usage.prompt_tokens)
+            metrics.judge_tokens.labels(step, "output").inc(usage.completion_tokens)
+            metrics.token_usage.labels("input", judge_model, "judge").observe(usage.prompt_tokens)
+            metrics.token_usage.labels("output", judge_model, "judge").observe(
+                usage.completion_tokens
+            )
+
+
+def _stored_result(
+    result: BiasResult | None, capture_content: bool, *, cached: bool
+) -> dict[str, object] | None:
+    if result is None:
+        return None
+    data = result.to_json_dict()
+    data["cached"] = cached
+    if not capture_content:
+        # The prompts embed the response text: keep them out unless content capture is on.
+        for key in _PROMPTS:
+            data.pop(key, None)
+    return data
+
+
+def _trace_id(request: ScoreRequest) -> str | None:
+    span = request.chat_span
+    return f"{span.trace_id:032x}" if span is not None and span.is_valid else None

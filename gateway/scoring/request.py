@@ -1,0 +1,86 @@
+"""What a scoring is about: `ScoreRequest`, and its durable form for a scorer elsewhere.
+
+Pure data; what a scoring came to is `gateway.scoring.outcome.Outcome`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import NonRecordingSpan, SpanContext
+
+from gateway.config import Policy, Settings
+from gateway.domain import Mode
+from gateway.store import ScoreRecord
+from gateway.work.payload import WorkPayload
+
+__all__ = ["ScoreRequest", "job_from", "stored_job", "work_for"]
+
+
+@dataclass(slots=True)
+class ScoreRequest:
+    """What is known about the request whose response is being scored."""
+
+    run_id: str
+    policy: Policy
+    mode: Mode
+    policy_name: str = "default"  # the key under `policies`, for a scorer elsewhere
+    model: str | None = None
+    api: str = "chat.completions"  # the surface the response came from (`gateway.proxy.surfaces`)
+    key_name: str | None = None
+    stream: bool = False
+    partial: bool = False
+    truncated: bool = False  # the judged text was cut at `judge.max_text_chars`
+    request_id: str | None = None
+    response_id: str | None = None
+    prompt: str | None = None  # set only when content capture is on
+    chat_span: SpanContext | None = None
+    created_at: float = field(default_factory=time.time)
+    holds_room: bool = False  # a place in the queue is reserved (`Scoring.reservation`)
+
+    def chat_context(self) -> Context | None:
+        if self.chat_span is None:
+            return None
+        return trace.set_span_in_context(NonRecordingSpan(self.chat_span))
+
+
+def work_for(request: ScoreRequest, texts: list[str]) -> dict[str, Any]:
+    """The work a pending record carries for `request`, whose judged `texts` these are."""
+    return WorkPayload(texts, request.policy_name, request.chat_span).encode()
+
+
+def job_from(record: ScoreRecord, settings: Settings) -> tuple[ScoreRequest, list[str]]:
+    """The job and texts a claimed record holds, under `settings`' policies (a policy
+    this process does not define falls back to its default one). Raises `WorkError`."""
+    work = WorkPayload.decode(record.work, record.run_id)
+    job = stored_job(record, settings, policy=work.policy)
+    job.chat_span = work.trace
+    return job, work.texts
+
+
+def stored_job(
+    record: ScoreRecord, settings: Settings, *, policy: str | None = None
+) -> ScoreRequest:
+    """The job a record's stored facts describe (a monitor job)."""
+    name = policy if policy in settings.policies else settings.default_policy
+    assert name is not None
+    return ScoreRequest(
+        run_id=record.run_id,
+        policy=settings.policies[name],
+        policy_name=name,
+        mode="monitor",
+        model=record.model,
+        api=record.api or "chat.completions",
+        key_name=record.key_name,
+        stream=record.stream,
+        partial=record.partial,
+        truncated=record.truncated,
+        request_id=record.request_id,
+        response_id=record.response_id,
+        prompt=record.prompt,
+        created_at=record.created_at,
+    )

@@ -1,0 +1,478 @@
+"""Scoring: in the request (enforce) or on a bounded queue (monitor).
+
+A real judge takes about a second a call, so what bounds scoring is judge calls
+in flight, not CPU: monitor jobs wait in the queue for one of
+`judge.max_concurrency` slots, and each runs as its own task. One process
+keeps hundreds of scorings in flight this way; the judge client's limiter
+(`guard.limits`) bounds the calls of enforce and monitor together and waits
+out 429s for all of them.
+
+Every scored request ends in exactly one final status in the store: `scored`,
+`error`, `skipped` or `dropped`. A monitor job is stored as `pending` when it
+is accepted, with the work a scorer needs and a lease held by this process
+(`gateway.work.payload`), so a client polling its run id sees it and a crash, or a stop
+past the drain deadline, leaves work that is scored later instead of lost.
+With `queue.scorer: external` the job is only stored, unleased, for
+`bias-gateway scorer` processes; work they or a dead process left comes into
+this queue through `accept` (`gateway.work.claims`).
+
+A full queue skips the response (`overloaded`) unless `queue.full_wait` is set.
+Then a monitored request reserves room before it goes upstream, waiting up to
+`full_wait` seconds for it: under overload responses slow down to the judge's
+pace instead of going unscored, and the queue, hence the drain, stays bounded.
+
+Each scoring is traced as an `evaluation bias` span and reported as a
+`gen_ai.evaluation.result` event in the chat span's context. In monitor mode
+the response has ended by then, so the span is parented to the chat span's
+context and linked to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+import structlog
+from opentelemetry import trace
+from opentelemetry.trace import Link
+
+from gateway.config import Settings
+from gateway.domain import ReasonMode, SkipReason
+from gateway.observability.metrics import Metrics
+from gateway.observability.traces import Telemetry
+from gateway.scoring.cache import ScoreCache
+from gateway.scoring.judging import Judging
+from gateway.scoring.outcome import Outcome
+from gateway.scoring.recording import Recorder
+from gateway.scoring.request import ScoreRequest, job_from, stored_job, work_for
+from gateway.store import ScoreRecord, Store
+from gateway.work.payload import WorkError, worker_id
+from guard import BiasScorer, limits
+from guard.outputs import valid_text
+
+__all__ = ["Outcome", "ScoreRequest", "Scoring"]
+
+log = structlog.get_logger("gateway.scoring")
+
+
+class Scoring:
+    """Runs the bias scorer for the gateway and records every outcome."""
+
+    def __init__(
+        self,
+        scorer: BiasScorer,
+        store: Store,
+        *,
+        settings: Settings,
+        telemetry: Telemetry,
+        metrics: Metrics,
+        queue_size: int,
+        concurrency: int,
+        capture_content: bool,
+        cache: ScoreCache | None = None,
+        full_wait: float = 0.0,
+        max_text_chars: int | None = None,
+        enforce_deadline: float | None = None,
+        reason: ReasonMode = "inline",
+        external: bool = False,
+        lease_seconds: float = 30.0,
+        worker: str | None = None,
+    ) -> None:
+        self.scorer = scorer
+        self.settings = settings  # its policies, for work claimed from the store
+        self.external = external  # monitor jobs are stored for scorer processes only
+        self.lease_seconds = lease_seconds
+        self.worker = worker or worker_id()
+        self.enforce_deadline = enforce_deadline
+        self.max_text_chars = max_text_chars
+        self.reason: ReasonMode = reason
+        self.telemetry = telemetry
+        self.metrics = metrics
+        self.judging = Judging(
+            scorer, cache=cache, capture_content=capture_content, metrics=metrics
+        )
+        self.recorder = Recorder(
+            store,
+            telemetry=telemetry,
+            metrics=metrics,
+            capture_content=capture_content,
+            judge_model=scorer.judge.model,
+            scale=scorer.scale,
+        )
+        # Deferred explanations under way, bounded like the queue: past that, skipped.
+        self._reasons: dict[asyncio.Task[None], tuple[ScoreRequest, Outcome, list[str]]] = {}
+        self._reason_room = queue_size
+        # Each job says whether it brings a reserved place, which the dispatcher gives back.
+        self._queue: asyncio.Queue[tuple[ScoreRequest, list[str], bool]] = asyncio.Queue(queue_size)
+        # Reserved places; a job returns its place when a worker takes it off the queue.
+        self._room = asyncio.Semaphore(queue_size)
+        self.full_wait = full_wait
+        self.concurrency = concurrency
+        self._slots = asyncio.Semaphore(concurrency)  # monitor scorings in flight
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._jobs: set[asyncio.Task[None]] = set()
+        self._background: dict[asyncio.Task[Outcome], ScoreRequest] = {}
+        self._overload_log = _Throttle(seconds=1.0)
+        self._freed = asyncio.Event()  # a job left the queue: room for claimed work
+        self.skipped_overloaded = 0
+        self.dropped = 0
+        self.left_pending = 0  # monitor jobs unfinished at shutdown, kept as work
+
+    @property
+    def queue_depth(self) -> int:
+        return self._queue.qsize()
+
+    @property
+    def in_flight(self) -> int:
+        """Monitor scorings running now."""
+        return len(self._jobs)
+
+    def update_gauges(self) -> None:
+        """Set the gauges a scrape reads: queue depth, scorings and judge calls in flight."""
+        self.metrics.queue_depth.set(self.queue_depth)
+        self.metrics.scorings_in_flight.set(self.in_flight)
+        limiter = getattr(self.scorer.judge, "limiter", None)
+        if isinstance(limiter, limits.JudgeLimiter):
+            self.metrics.judge_in_flight.set(limiter.stats.in_flight)
+
+    def room(self) -> int:
+        """How many more jobs the queue takes now (0 while every place is reserved)."""
+        if self._room.locked():
+            return 0
+        return self._queue.maxsize - self._queue.qsize()
+
+    async def wait_for_room(self) -> None:
+        while self.room() == 0:
+            self._freed.clear()
+            await self._freed.wait()
+
+    def start(self) -> None:
+        self._dispatcher = asyncio.create_task(self._dispatch(), name="bias-scoring-dispatcher")
+
+    # -- the two paths -------------------------------------------------------------
+
+    def _judged_texts(self, request: ScoreRequest, texts: list[str]) -> list[str]:
+        """The texts as the judge will see them: valid Unicode, at most `max_text_chars`."""
+        limit = self.max_text_chars
+        if limit is not None and any(len(text) > limit for text in texts):
+            request.truncated = True
+            texts = [text[:limit] for text in texts]
+        return [valid_text(text) for text in texts]
+
+    async def score(self, request: ScoreRequest, texts: list[str]) -> Outcome:
+        """Score now, on the request path (enforce mode), within `enforce_deadline`.
+
+        Never raises for judge failures: see `Outcome.status`. A judge that
+        cannot answer by the deadline (rate-limited, or every slot taken) gives
+        `error` with `JudgeTimeout`, which the policy's `on_judge_error` decides.
+        """
+        with limits.deadline(self.enforce_deadline):
+            return await self._score(request, texts, in_request=True)
+
+    async def _score(
+        self, request: ScoreRequest, texts: list[str], *, in_request: bool = False
+    ) -> Outcome:
+        """Judge, explain as `reason` says, record. A `deferred` explanation is deferred
+        only `in_request`: a background job has no response waiting, so it explains at
+        once, which spares the record a write and the loop a task."""
+        texts = self._judged_texts(request, texts)
+        explain_now = self.reason == "inline" or (self.reason == "deferred" and not in_request)
+        monitor = request.mode == "monitor" and request.chat_span is not None
+        with self.telemetry.tracer.start_as_current_span(
+            "evaluation bias",
+            context=request.chat_context() if monitor else None,
+            links=[Link(request.chat_span)] if monitor and request.chat_span else None,
+            attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
+        ) as span:
+            outcome = await self.judging.verdicts(request, texts)
+            self.recorder.observe_score(request, outcome)
+            if outcome.status == "scored" and outcome.reason_status is None:
+                if explain_now:
+                    await self._explain(outcome, texts)
+                elif self.reason == "off":
+                    outcome.reason_status = "off"
+            span.set_attributes(self.recorder.attributes(request, outcome))
+            if outcome.status == "error":
+                span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.status_reason))
+        if outcome.status == "scored" and outcome.reason_status is None:
+            self._defer_reason(request, outcome, texts)  # the score goes out now, the reason later
+        else:
+            self.recorder.finish(request, outcome, texts)
+        return outcome
+
+    async def _explain(self, outcome: Outcome, texts: list[str]) -> None:
+        new = await self.judging.explain(outcome, texts[outcome.text_index])
+        if new is not None:
+            self.recorder.observe_cost(new, steps={"generate_reason"})
+
+    def _defer_reason(self, request: ScoreRequest, outcome: Outcome, texts: list[str]) -> None:
+        if len(self._reasons) >= self._reason_room:
+            outcome.reason_status = "skipped"
+            self.metrics.skipped.labels("reason_backlog").inc()
+            self.recorder.finish(request, outcome, texts)
+            return
+        outcome.reason_status = "pending"
+        self.recorder.store_outcome(request, outcome, texts)
+        task = asyncio.create_task(self._deferred_reason(request, outcome, texts))
+        self._reasons[task] = (request, outcome, texts)
+        task.add_done_callback(self._reason_done)
+
+    async def _deferred_reason(
+        self, request: ScoreRequest, outcome: Outcome, texts: list[str]
+    ) -> None:
+        with self.telemetry.tracer.start_as_current_span(
+            "evaluation bias explanation",
+            context=request.chat_context(),
+            attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
+        ):
+            await self._explain(outcome, texts)
+        self.recorder.finish(request, outcome, texts)
+
+    def _reason_done(self, task: asyncio.Task[None]) -> None:
+        self._reasons.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("deferred explanation failed", exc_info=task.exception())
+
+    @contextlib.asynccontextmanager
+    async def reservation(self, request: ScoreRequest) -> AsyncIterator[bool]:
+        """A place in the queue for a monitor job, held while its response is made and sent.
+
+        Yields False when `queue.full_wait` passed without a place (the caller
+        records the response with `overloaded()`). Without `full_wait`, or for
+        a request that will not be queued, nothing is reserved and it yields
+        True (`submit` finds out). `submit` hands the place on to the queued
+        job; whatever else happens, the place is given back on exit.
+        """
+        admitted = await self._admit(request) if self.reserves(request) else True
+        try:
+            yield admitted
+        finally:
+            self._release(request)
+
+    def reserves(self, request: ScoreRequest) -> bool:
+        """Whether `reservation` holds a place for `request`: a sampled monitor job,
+        with `queue.full_wait` set (without it, `submit` finds out)."""
+        return (
+            self.full_wait > 0
+            and not self.external
+            and request.mode == "monitor"
+            and bool(request.run_id)
+        )
+
+    async def _admit(self, request: ScoreRequest) -> bool:
+        if self._room.locked():
+            try:
+                await asyncio.wait_for(self._room.acquire(), self.full_wait)
+            except TimeoutError:
+                return False
+        else:
+            await self._room.acquire()  # a free place: returns without yielding
+        request.holds_room = True
+        return True
+
+    def _release(self, request: ScoreRequest) -> None:
+        """Give back the place `_admit` reserved, if any (idempotent)."""
+        if request.holds_room:
+            request.holds_room = False
+            self._room.release()
+
+    def overloaded(self, request: ScoreRequest) -> Outcome:
+        """Record a response that found the queue full: `skipped` (overloaded)."""
+        self.skipped_overloaded += 1
+        suppressed = self._overload_log.ready()
+        if suppressed is not None:
+            log.warning(
+                "scoring queue full; responses not scored",
+                run_id=request.run_id,
+                also_skipped_since_last_warning=suppressed,
+            )
+        return self.skip(request, "overloaded")
+
+    def submit(self, request: ScoreRequest, texts: list[str]) -> Outcome:
+        """Queue a monitor-mode job, stored as pending work; a full queue records `skipped`
+        (overloaded). With an external scorer the store is the queue: never full."""
+        texts = self._judged_texts(request, texts)
+        outcome = Outcome(request.run_id, "pending")
+        work = work_for(request, texts)
+        if self.external:
+            self.recorder.store_outcome(request, outcome, texts, work=work)
+            return outcome
+        try:
+            # Never full for a job that holds a place: places and queue have the same size.
+            self._queue.put_nowait((request, texts, request.holds_room))
+        except asyncio.QueueFull:
+            return self.overloaded(request)
+        request.holds_room = False  # the place goes with the job; the dispatcher frees it
+        self.metrics.queue_depth.set(self._queue.qsize())
+        self.recorder.store_outcome(
+            request, outcome, texts, work=work, lease=self._lease(), attempts=1
+        )
+        return outcome
+
+    async def take(self, record: ScoreRecord) -> bool:
+        """Queue a record's claimed work (`gateway.work.claims.WorkTaker`); work that
+        cannot be read ends `error` (`unreadable_work`) at once."""
+        try:
+            request, texts = job_from(record, self.settings)
+        except WorkError as exc:
+            log.error("scoring work cannot be read; recorded as error", error=str(exc))
+            outcome = Outcome(record.run_id, "error", status_reason="unreadable_work")
+            self.recorder.store_outcome(stored_job(record, self.settings), outcome, [])
+            return True
+        return await self.accept(request, texts)
+
+    async def accept(self, request: ScoreRequest, texts: list[str]) -> bool:
+        """Queue work claimed from the store (its lease already taken). False when the
+        queue has no room after all: the claim then lapses and the work comes back."""
+        if self.room() == 0:
+            return False
+        await self._room.acquire()  # free (room() checked it), so this does not wait
+        self._queue.put_nowait((request, texts, True))
+        self.metrics.queue_depth.set(self._queue.qsize())
+        return True
+
+    def _lease(self) -> tuple[str, float]:
+        return self.worker, time.time() + self.lease_seconds
+
+    def skip(self, request: ScoreRequest, reason: SkipReason) -> Outcome:
+        self._release(request)
+        outcome = Outcome(request.run_id, "skipped", status_reason=reason)
+        self.metrics.skipped.labels(reason).inc()
+        self.recorder.store_outcome(request, outcome, [])
+        return outcome
+
+    def mark_pending(self, request: ScoreRequest) -> Outcome:
+        """Record a run that will be queued later (a stream still in flight). The lease
+        marks it this process's: should the process die first, it lapses and the run
+        ends `dropped` (`gateway_lost`), there being no text to score."""
+        outcome = Outcome(request.run_id, "pending")
+        self.recorder.store_outcome(request, outcome, [], lease=self._lease())
+        return outcome
+
+    def spawn(self, request: ScoreRequest, texts: list[str]) -> asyncio.Task[Outcome]:
+        """`score()` as a task of its own, which the drain at shutdown waits for.
+
+        For a scoring that must finish even if the request that started it is
+        cancelled (its client left): await it through `asyncio.shield`.
+        """
+        task = asyncio.ensure_future(self.score(request, texts))
+        self._background[task] = request
+        task.add_done_callback(self._forget)
+        return task
+
+    def _forget(self, task: asyncio.Task[Outcome]) -> None:
+        self._background.pop(task, None)
+
+    # -- the monitor queue and shutdown ----------------------------------------------
+
+    async def _dispatch(self) -> None:
+        """Take queued jobs as judge slots free up; each runs as its own task."""
+        while True:
+            # A slot first, then a job: what waits for a slot waits in the queue, where
+            # it counts towards the queue's bound and depth.
+            await self._slots.acquire()
+            try:
+                request, texts, holds_room = await self._queue.get()
+            except asyncio.CancelledError:
+                self._slots.release()
+                raise
+            if holds_room:
+                self._room.release()
+            self._freed.set()
+            self.metrics.queue_depth.set(self._queue.qsize())
+            task = asyncio.create_task(self._run_job(request, texts))
+            self._jobs.add(task)
+            task.add_done_callback(self._jobs.discard)
+
+    async def _run_job(self, request: ScoreRequest, texts: list[str]) -> None:
+        try:
+            await self._score(request, texts)
+        except asyncio.CancelledError:
+            self.left_pending += 1  # its work stays in the store (`drain` gives the lease back)
+            raise
+        except Exception:  # a scorer bug must not stop the others
+            log.exception("scoring failed unexpectedly", run_id=request.run_id)
+            error = Outcome(request.run_id, "error", status_reason="internal")
+            self.recorder.store_outcome(request, error, [])
+        finally:
+            self._slots.release()
+            self._queue.task_done()
+
+    async def drain(self, deadline: float) -> None:
+        """Finish queued jobs for up to `deadline` seconds. Monitor work still unfinished
+        stays pending in the store, its leases given back; enforce scorings and
+        deferred explanations still running are recorded as dropped."""
+        started = time.monotonic()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._queue.join(), timeout=deadline)
+        for waiting in (self._background, self._reasons):
+            if waiting:
+                remaining = max(0.0, deadline - (time.monotonic() - started))
+                await asyncio.wait(set(waiting), timeout=remaining)
+        for reason_task, (request, outcome, texts) in list(self._reasons.items()):
+            if not reason_task.done():
+                reason_task.cancel()
+                outcome.reason_status = "dropped"
+                self.recorder.finish(request, outcome, texts)
+        for task, request in list(self._background.items()):
+            if not task.done():  # a done task stored its own outcome
+                task.cancel()
+                self._drop(request, "shutdown")
+        running = [*self._jobs, *([self._dispatcher] if self._dispatcher else [])]
+        for job in running:
+            job.cancel()  # a running job's work stays pending
+        await asyncio.gather(*running, return_exceptions=True)
+        self._dispatcher = None
+        while not self._queue.empty():
+            _, _, holds_room = self._queue.get_nowait()
+            self._queue.task_done()
+            if holds_room:
+                self._room.release()
+            self.left_pending += 1
+        self.metrics.queue_depth.set(0)
+        await self._release_leases()
+        if self.dropped:
+            log.warning("scoring jobs dropped at shutdown", dropped=self.dropped)
+
+    async def _release_leases(self) -> None:
+        """Unfinished monitor work stays pending in the store; its leases go back, so
+        the next start (or another process) scores it without waiting for them to lapse."""
+        store = self.recorder.store
+        try:
+            await store.flush()  # a pending write still queued must land before its release
+            released = await store.release(self.worker)
+        except Exception:  # the leases then lapse on their own: lateness, not loss
+            log.exception("could not give back the leases of unfinished scorings")
+            return
+        if self.left_pending or released:
+            log.warning(
+                "scorings left pending at shutdown; they are scored after a restart",
+                left_pending=self.left_pending,
+                leases_released=released,
+            )
+
+    def _drop(self, request: ScoreRequest, reason: str) -> None:
+        self._release(request)
+        self.dropped += 1
+        self.metrics.dropped.labels(reason).inc()
+        dropped = Outcome(request.run_id, "dropped", status_reason=reason)
+        self.recorder.store_outcome(request, dropped, [])
+
+
+class _Throttle:
+    """Lets an event through at most once per `seconds`; counts the ones held back."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._last = float("-inf")
+        self._held = 0
+
+    def ready(self) -> int | None:
+        now = time.monotonic()
+        if now - self._last < self.seconds:
+            self._held += 1
+            return None
+        held, self._held, self._last = self._held, 0, now
+        return held
