@@ -5,7 +5,7 @@
 #
 # Works on the official python:3.11-slim and on a plain Debian 12 base with python3
 # and python3-venv (Python 3.11): everything runs from the venv in /opt/venv, made
-# with whichever `python3` the base has. See the README's "Docker" section.
+# with whichever `python3` the base has. See docs/docker.md.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
