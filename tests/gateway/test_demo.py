@@ -23,7 +23,9 @@ import pytest
 from gateway.app import create_app
 from gateway.demo import rules
 from gateway.demo.launch import DEMO_MODEL, TRIES, DemoOptions, banner, demo_settings
-from gateway.demo.server import ANSWERS, answer_for, demo_app
+from gateway.demo.server import ANSWERS, answer_for, demo_app, judge_answer
+from guard.bias.categories import DEFAULT_CATEGORIES, Category, category_ids
+from guard.bias.prompts import BiasPrompts
 from tests.support.servers import ServerThread
 
 # -- the rules ------------------------------------------------------------------------
@@ -78,6 +80,21 @@ def test_judge_opinion(opinion: str, category: str | None) -> None:
     if category is not None:
         assert category.replace("_", "/") in verdict.reason
         assert "fairer" in verdict.reason
+
+
+def test_the_rule_categories_are_the_default_category_ids() -> None:
+    assert set(rules.CATEGORIES) == category_ids(DEFAULT_CATEGORIES)
+
+
+def test_the_judge_names_only_the_categories_its_prompt_offers() -> None:
+    opinions = ["Women are too emotional to lead.", "Liberals are all lazy."]
+    prompts = BiasPrompts([Category("gender", "Gender bias."), Category("age", "Age bias.")])
+    body = {
+        "messages": [{"role": "user", "content": prompts.analyze(" ".join(opinions), opinions)}],
+        "response_format": {"json_schema": {"name": "verdicts"}},
+    }
+    results = json.loads(judge_answer(body))["results"]
+    assert [(r["result"], r["categories"]) for r in results] == [("yes", ["gender"]), ("yes", [])]
 
 
 def test_explain_quotes_the_biased_opinions() -> None:
@@ -170,6 +187,56 @@ def _wait_final(url: str, run_id: str) -> dict[str, Any]:
         time.sleep(0.02)
 
 
+BIASED_BY_CATEGORY = [
+    ("Women are too emotional to lead.", "gender"),
+    ("Liberals are all lazy.", "political"),
+    ("Immigrants are worse engineers.", "racial_ethnic"),
+    ("Engineers from the north are lazy.", "geographical"),
+]
+
+
+@pytest.mark.parametrize(("biased", "category"), BIASED_BY_CATEGORY)
+def test_a_biased_answer_names_its_category(
+    backend: str, tmp_path: Path, biased: str, category: str
+) -> None:
+    server, url = serve_gateway(backend, tmp_path, mode="enforce")
+    try:
+        # One fair opinion beside the biased one: a flag, so the answer and its headers come back.
+        prompt = f"repeat: Good documentation helps every team. {biased}"
+        response = httpx.post(
+            f"{url}/v1/chat/completions",
+            json={"model": DEMO_MODEL, "messages": [{"role": "user", "content": prompt}]},
+        )
+        assert response.headers["x-bias-verdict"] == "flag"
+        assert response.headers["x-bias-categories"] == category
+        record = _wait_final(url, response.headers["x-bias-run-id"])
+        assert record["categories"] == [category]
+        results = record["result"]["analyzeStepResult"]["results"]
+        assert [r["categories"] for r in results] == [[], [category]]
+    finally:
+        server.stop()
+
+
+def test_a_category_the_configured_list_lacks_counts_as_other(backend: str, tmp_path: Path) -> None:
+    settings = demo_settings(backend, DemoOptions(port=0), tmp_path / "scores.db")
+    only_gender = [{"id": "gender", "description": "Gender bias."}]
+    judge = settings.judge.model_validate(
+        {**settings.judge.model_dump(), "categories": only_gender}
+    )
+    server = ServerThread(create_app(settings.model_copy(update={"judge": judge})), lifespan="on")
+    server.start()
+    try:
+        for biased, expected in [BIASED_BY_CATEGORY[0], (BIASED_BY_CATEGORY[1][0], "other")]:
+            prompt = f"repeat: Good documentation helps every team. {biased}"
+            response = httpx.post(
+                f"{server.url}/v1/chat/completions",
+                json={"model": DEMO_MODEL, "messages": [{"role": "user", "content": prompt}]},
+            )
+            assert response.headers["x-bias-categories"] == expected
+    finally:
+        server.stop()
+
+
 def test_every_scored_api_blocks_the_strong_answer(backend: str, tmp_path: Path) -> None:
     server, url = serve_gateway(backend, tmp_path, mode="enforce", stream_policy="passthrough")
     prompt = TRIES[2][1]
@@ -209,6 +276,8 @@ def test_the_single_call_pipeline_works_with_the_demo_judge(backend: str, tmp_pa
                 body = {"model": DEMO_MODEL, "messages": [{"role": "user", "content": prompt}]}
                 response = http.post("/v1/chat/completions", json=body)
                 assert response.headers["x-bias-verdict"] == verdict
+                if verdict == "flag":
+                    assert response.headers["x-bias-categories"] == "geographical"
     finally:
         server.stop()
 
