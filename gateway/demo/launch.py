@@ -12,6 +12,7 @@ import contextlib
 import json
 import shlex
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -123,12 +124,16 @@ def _sdk_line(url: str) -> str:
 
 
 def run_demo(options: DemoOptions) -> int:
-    """Serve the demo until Ctrl-C; returns the exit status."""
+    """Serve the demo until Ctrl-C or SIGTERM; returns the exit status."""
     from gateway.app import create_app
     from gateway.logs import configure_logging
     from gateway.startup import log_startup
 
     configure_logging(level=options.log_level)
+    # SIGTERM (`kill PID`) stops the demo as Ctrl-C does, through the `finally` that
+    # removes the temporary store: uvicorn raises the signal again once it has shut
+    # down, and Python's default for SIGTERM would end the process on the spot.
+    on_sigterm = signal.signal(signal.SIGTERM, signal.default_int_handler)
     scratch = None
     if options.store is None:
         scratch = Path(tempfile.mkdtemp(prefix="bias-gateway-demo-"))
@@ -164,7 +169,7 @@ def run_demo(options: DemoOptions) -> int:
         threading.Thread(
             target=_announce, args=(gateway, banner(url, options, store_path)), daemon=True
         ).start()
-        # uvicorn stops on Ctrl-C, then raises the signal again once it is done.
+        # uvicorn stops on Ctrl-C or SIGTERM, then raises the signal again once it is done.
         with contextlib.suppress(KeyboardInterrupt):
             gateway.run()
         return 0 if gateway.started else 3
@@ -173,6 +178,7 @@ def run_demo(options: DemoOptions) -> int:
         thread.join(timeout=5)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+        signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def _wait_started(server: uvicorn.Server, thread: threading.Thread) -> str:

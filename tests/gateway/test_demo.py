@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -26,6 +28,7 @@ from gateway.demo.launch import DEMO_MODEL, TRIES, DemoOptions, banner, demo_set
 from gateway.demo.server import ANSWERS, answer_for, demo_app, judge_answer
 from guard.bias.categories import DEFAULT_CATEGORIES, Category, category_ids
 from guard.bias.prompts import BiasPrompts
+from tests.gateway.test_scorer import wait_for  # one of several copies, until tests/support has one
 from tests.support.servers import ServerThread
 
 # -- the rules ------------------------------------------------------------------------
@@ -301,17 +304,18 @@ def test_banner_lists_a_command_per_verdict() -> None:
     assert "curl -s http://127.0.0.1:1/v1/bias/scores/RUN_ID" in text
 
 
-def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path: Path) -> None:
-    """Run `bias-gateway demo`, then what it prints, as a new user would (minus the shell)."""
+def _start_demo(cwd: Path, *extra: str) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """Start `bias-gateway demo` on a free port as a user would; return the process, its
+    URL and what it printed, once it has printed what to try and answers."""
     port = _free_port()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "demo", "--port", str(port)],
+        [sys.executable, "-m", "gateway", "demo", "--port", str(port), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
-        cwd=tmp_path,
+        cwd=cwd,
     )
     assert process.stdout is not None
     printed: list[str] = []
@@ -322,9 +326,39 @@ def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path
             line = process.stdout.readline()
             assert line or process.poll() is None, "".join(printed)
             printed.append(line)
-        store = next(
-            line.split("stored in", 1)[1].strip() for line in printed if "stored in" in line
-        )
+        url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: _answers(f"{url}/readyz"), "the demo to answer")
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process, url, printed
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def _printed_store(printed: list[str]) -> Path:
+    return Path(
+        next(line.split("stored in", 1)[1].strip() for line in printed if "stored in" in line)
+    )
+
+
+def _stop(process: subprocess.Popen[str], signum: signal.Signals) -> int:
+    process.send_signal(signum)
+    process.communicate(timeout=15)  # reads what is left, so a full pipe cannot stall it
+    return process.returncode
+
+
+def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path: Path) -> None:
+    """Run `bias-gateway demo`, then what it prints, as a new user would (minus the shell)."""
+    process, _, printed = _start_demo(tmp_path)
+    try:
+        store = _printed_store(printed)
         expected = [
             re.search(r"x-bias-verdict: (\w+)", line).group(1)  # type: ignore[union-attr]
             for line in printed
@@ -340,10 +374,37 @@ def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path
             response = httpx.post(url, json=body, timeout=10)
             seen.append(response.headers["x-bias-verdict"])
         assert seen == ["pass", "flag", "block", "block"]
-        assert Path(store).exists()
+        assert store.exists()
     finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=15)
-    assert process.returncode == 0
-    assert not Path(store).exists()  # the temporary store went with the demo
+        returncode = _stop(process, signal.SIGINT)
+    assert returncode == 0
+    assert not store.parent.exists()  # the temporary store went with the demo
     assert list(tmp_path.iterdir()) == []  # nothing was created where it ran
+
+
+def test_sigterm_stops_the_demo_and_removes_its_temporary_store(tmp_path: Path) -> None:
+    process, _, printed = _start_demo(tmp_path)
+    try:
+        store = _printed_store(printed)
+        assert store.parent.name.startswith("bias-gateway-demo-")
+        assert store.exists()
+    finally:
+        returncode = _stop(process, signal.SIGTERM)
+    assert not store.parent.exists()
+    assert returncode == 0  # a clean stop, as with Ctrl-C
+
+
+def test_sigterm_keeps_a_store_given_with_store(tmp_path: Path) -> None:
+    kept = tmp_path / "kept.db"
+    process, url, printed = _start_demo(tmp_path, "--store", str(kept))
+    try:
+        assert _printed_store(printed) == kept.resolve()
+        body = {"model": DEMO_MODEL, "messages": [{"role": "user", "content": TRIES[0][1]}]}
+        run_id = httpx.post(f"{url}/v1/chat/completions", json=body).headers["x-bias-run-id"]
+    finally:
+        returncode = _stop(process, signal.SIGTERM)
+    assert returncode == 0
+    with contextlib.closing(sqlite3.connect(kept)) as db:
+        assert db.execute("SELECT count(*) FROM scores WHERE run_id = ?", (run_id,)).fetchone() == (
+            1,
+        )
