@@ -24,7 +24,14 @@ import pytest
 
 from gateway.app import create_app
 from gateway.demo import rules
-from gateway.demo.launch import DEMO_MODEL, TRIES, DemoOptions, banner, demo_settings
+from gateway.demo.launch import (
+    DEMO_MODEL,
+    TRIES,
+    DemoOptions,
+    banner,
+    demo_settings,
+    python_with_openai,
+)
 from gateway.demo.server import ANSWERS, answer_for, demo_app, judge_answer
 from guard.bias.categories import DEFAULT_CATEGORIES, Category, category_ids
 from guard.bias.prompts import BiasPrompts
@@ -304,6 +311,20 @@ def test_banner_lists_a_command_per_verdict() -> None:
     assert "curl -s http://127.0.0.1:1/v1/bias/scores/RUN_ID" in text
 
 
+def test_the_sdk_line_runs_the_interpreter_that_has_openai() -> None:
+    assert python_with_openai() == sys.executable  # openai is a dev dependency
+    url = "http://127.0.0.1:1"
+    found = banner(url, DemoOptions(), Path("/x/scores.db"), python="/opt/my env/bin/python")
+    line = next(line for line in found.splitlines() if " -c " in line)
+    argv = shlex.split(line)
+    assert argv[:2] == ["/opt/my env/bin/python", "-c"]
+    assert argv[2].startswith("from openai import OpenAI; ")
+    missing = banner(url, DemoOptions(), Path("/x/scores.db"), python=None).splitlines()
+    at = next(index for index, line in enumerate(missing) if " -c " in line)
+    assert "pip install openai" in missing[at - 1]
+    assert shlex.split(missing[at])[:2] == ["python", "-c"]
+
+
 def _start_demo(cwd: Path, *extra: str) -> tuple[subprocess.Popen[str], str, list[str]]:
     """Start `bias-gateway demo` on a free port as a user would; return the process, its
     URL and what it printed, once it has printed what to try and answers."""
@@ -374,6 +395,10 @@ def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path
             response = httpx.post(url, json=body, timeout=10)
             seen.append(response.headers["x-bias-verdict"])
         assert seen == ["pass", "flag", "block", "block"]
+        sdk = next(shlex.split(line) for line in printed if " -c " in line)
+        assert sdk[0] == sys.executable  # the interpreter that has openai, not a bare python
+        ran = subprocess.run(sdk, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert (ran.returncode, ran.stdout) == (0, "scored flag\n"), ran.stderr
         assert store.exists()
     finally:
         returncode = _stop(process, signal.SIGINT)
