@@ -9,9 +9,12 @@ ordinary `Settings`.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import shlex
 import shutil
+import signal
+import sys
 import tempfile
 import threading
 import time
@@ -25,7 +28,15 @@ import uvicorn
 from gateway.config import Settings
 from gateway.demo.server import DEMO_JUDGE_MODEL, demo_app
 
-__all__ = ["DEMO_MODEL", "TRIES", "DemoOptions", "banner", "demo_settings", "run_demo"]
+__all__ = [
+    "DEMO_MODEL",
+    "TRIES",
+    "DemoOptions",
+    "banner",
+    "demo_settings",
+    "python_with_openai",
+    "run_demo",
+]
 
 DEMO_MODEL = "demo-model"
 
@@ -69,8 +80,9 @@ def demo_settings(backend: str, options: DemoOptions, store_path: Path) -> Setti
     )
 
 
-def banner(url: str, options: DemoOptions, store_path: Path) -> str:
-    """What to try, as commands to paste."""
+def banner(url: str, options: DemoOptions, store_path: Path, *, python: str | None = None) -> str:
+    """What to try, as commands to paste; `python` is an interpreter that has `openai`
+    (None: the SDK line asks for `pip install openai` first)."""
     lines = [
         f"bias-gateway demo: {options.mode} mode on {url}",
         "  in front of a demo model and a rule-based demo judge that stands in for an LLM",
@@ -95,8 +107,7 @@ def banner(url: str, options: DemoOptions, store_path: Path) -> str:
         ),
         "# a score by its run id (the x-bias-run-id header):",
         f"curl -s {url}/v1/bias/scores/RUN_ID",
-        "# the openai SDK:",
-        "python -c " + shlex.quote(_sdk_line(url)),
+        *_sdk_lines(url, python),
         "",
         "Responses (/v1/responses), Completions (/v1/completions) and Anthropic Messages",
         f"(/v1/messages, base URL {url}) are scored the same way. Stop with Ctrl-C.",
@@ -112,6 +123,22 @@ def _curl(url: str, body: Mapping[str, object]) -> str:
     )
 
 
+def python_with_openai() -> str | None:
+    """This interpreter, when it can import `openai`: the gateway does not depend on it,
+    and a bare `python` is often another interpreter (outside the venv) without it."""
+    return sys.executable if sys.executable and importlib.util.find_spec("openai") else None
+
+
+def _sdk_lines(url: str, python: str | None) -> list[str]:
+    code = shlex.quote(_sdk_line(url))
+    if python is None:
+        return [
+            "# the openai SDK (the gateway's Python has none: pip install openai first):",
+            f"python -c {code}",
+        ]
+    return ["# the openai SDK:", f"{shlex.quote(python)} -c {code}"]
+
+
 def _sdk_line(url: str) -> str:
     return (
         "from openai import OpenAI; "
@@ -123,12 +150,16 @@ def _sdk_line(url: str) -> str:
 
 
 def run_demo(options: DemoOptions) -> int:
-    """Serve the demo until Ctrl-C; returns the exit status."""
+    """Serve the demo until Ctrl-C or SIGTERM; returns the exit status."""
     from gateway.observability.logs import configure_logging
     from gateway.server.app import create_app
     from gateway.server.startup import log_startup
 
     configure_logging(level=options.log_level)
+    # SIGTERM (`kill PID`) stops the demo as Ctrl-C does, through the `finally` that
+    # removes the temporary store: uvicorn raises the signal again once it has shut
+    # down, and Python's default for SIGTERM would end the process on the spot.
+    on_sigterm = signal.signal(signal.SIGTERM, signal.default_int_handler)
     scratch = None
     if options.store is None:
         scratch = Path(tempfile.mkdtemp(prefix="bias-gateway-demo-"))
@@ -162,9 +193,11 @@ def run_demo(options: DemoOptions) -> int:
         shown = "127.0.0.1" if options.host in ("0.0.0.0", "::", "") else options.host
         url = f"http://{shown}:{options.port}"
         threading.Thread(
-            target=_announce, args=(gateway, banner(url, options, store_path)), daemon=True
+            target=_announce,
+            args=(gateway, banner(url, options, store_path, python=python_with_openai())),
+            daemon=True,
         ).start()
-        # uvicorn stops on Ctrl-C, then raises the signal again once it is done.
+        # uvicorn stops on Ctrl-C or SIGTERM, then raises the signal again once it is done.
         with contextlib.suppress(KeyboardInterrupt):
             gateway.run()
         return 0 if gateway.started else 3
@@ -173,6 +206,7 @@ def run_demo(options: DemoOptions) -> int:
         thread.join(timeout=5)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+        signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def _wait_started(server: uvicorn.Server, thread: threading.Thread) -> str:

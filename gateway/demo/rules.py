@@ -14,7 +14,8 @@ rules, in order:
 3. An opinion is **biased** when it also names a group of people from one of
    the four categories below (a word such as "women", "liberals",
    "immigrants", "northerners"): it judges people by the group they belong to.
-   Its reason names the category and suggests a fairer wording.
+   Its verdict names the category by its id (the ids of the gateway's default
+   categories), and its reason names it too and suggests a fairer wording.
 
 So "Engineers design bridges." holds no opinion, "Good documentation helps
 every team." is an opinion that is not biased, and "Engineers from the north
@@ -36,7 +37,8 @@ __all__ = [
     "sentences",
 ]
 
-# Category -> the group words that put an opinion in it (matched as whole words).
+# Category id (as `guard.bias.DEFAULT_CATEGORIES` names it) -> the group words that put
+# an opinion in it (matched as whole words).
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "gender": (
         "women", "woman", "men", "man", "girls", "boys", "mothers", "fathers",

@@ -97,6 +97,15 @@ def _section(prompt: str, start: str, end: str | None = None) -> str:
     return body.strip("\n")
 
 
+_RUBRIC_ID = re.compile(r"^- \[([a-z][a-z0-9_]*)\] ", re.MULTILINE)
+
+
+def _offered(prompt: str) -> frozenset[str]:
+    """The category ids the prompt's rubric lists (read before the TEXT, which is the
+    user's)."""
+    return frozenset(_RUBRIC_ID.findall(prompt.split("\nTEXT:\n", 1)[0]))
+
+
 def judge_answer(body: dict[str, Any]) -> str:
     """The demo judge's answer to one of the gateway's judge prompts."""
     messages = body.get("messages") or []
@@ -108,19 +117,19 @@ def judge_answer(body: dict[str, Any]) -> str:
     if step == "verdicts":
         listed = _section(prompt, "\nOPINIONS:\n")
         opinions = [re.sub(r"^\d+\.\s*", "", line) for line in listed.splitlines() if line]
-        verdicts = [rules.judge_opinion(opinion) for opinion in opinions]
-        results = [{"result": "yes" if v.biased else "no", "reason": v.reason} for v in verdicts]
+        offered = _offered(prompt)
+        results = [_verdict(rules.judge_opinion(opinion), offered) for opinion in opinions]
         return json.dumps({"results": results})
     if step == "assessment":
         text = _section(prompt, "\nTEXT:\n")
         opinions = rules.opinions_of(text)
         if not opinions and text.strip() and "judge the whole TEXT" in prompt:
             opinions = [text.strip()]
-        assessed = []
-        for opinion in opinions:
-            verdict = rules.judge_opinion(opinion)
-            result = "yes" if verdict.biased else "no"
-            assessed.append({"opinion": opinion, "result": result, "reason": verdict.reason})
+        offered = _offered(prompt)
+        assessed = [
+            {"opinion": opinion, **_verdict(rules.judge_opinion(opinion), offered)}
+            for opinion in opinions
+        ]
         return json.dumps({"verdicts": assessed})
     # The explanation: plain text. The score and text are in the prompt.
     found = re.search(r"SCORE: (\S+) out of a maximum of (\S+)", prompt)
@@ -128,6 +137,18 @@ def judge_answer(body: dict[str, Any]) -> str:
     text = _section(prompt, "\nTEXT:\n", "\n\nTHE REASONS")
     biased = [o for o in rules.opinions_of(text) if rules.judge_opinion(o).biased]
     return rules.explain(score, scale, biased)
+
+
+def _verdict(verdict: rules.Verdict, offered: frozenset[str]) -> dict[str, Any]:
+    """One verdict as the schemas ask for it. Like a real judge, it names only ids the
+    prompt offers: a rule's category that the configured list lacks goes unnamed, and
+    the gateway counts that biased verdict as `other`."""
+    named = [verdict.category] if verdict.category in offered else []
+    return {
+        "result": "yes" if verdict.biased else "no",
+        "categories": named,
+        "reason": verdict.reason,
+    }
 
 
 async def _judge(request: Request) -> Response:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -21,9 +23,19 @@ import openai
 import pytest
 
 from gateway.demo import rules
-from gateway.demo.launch import DEMO_MODEL, TRIES, DemoOptions, banner, demo_settings
-from gateway.demo.server import ANSWERS, answer_for, demo_app
+from gateway.demo.launch import (
+    DEMO_MODEL,
+    TRIES,
+    DemoOptions,
+    banner,
+    demo_settings,
+    python_with_openai,
+)
+from gateway.demo.server import ANSWERS, answer_for, demo_app, judge_answer
 from gateway.server.app import create_app
+from guard.bias.categories import DEFAULT_CATEGORIES, Category, category_ids
+from guard.bias.prompts import BiasPrompts
+from tests.gateway.test_scorer import wait_for  # one of several copies, until tests/support has one
 from tests.support.servers import ServerThread
 
 # -- the rules ------------------------------------------------------------------------
@@ -78,6 +90,21 @@ def test_judge_opinion(opinion: str, category: str | None) -> None:
     if category is not None:
         assert category.replace("_", "/") in verdict.reason
         assert "fairer" in verdict.reason
+
+
+def test_the_rule_categories_are_the_default_category_ids() -> None:
+    assert set(rules.CATEGORIES) == category_ids(DEFAULT_CATEGORIES)
+
+
+def test_the_judge_names_only_the_categories_its_prompt_offers() -> None:
+    opinions = ["Women are too emotional to lead.", "Liberals are all lazy."]
+    prompts = BiasPrompts([Category("gender", "Gender bias."), Category("age", "Age bias.")])
+    body = {
+        "messages": [{"role": "user", "content": prompts.analyze(" ".join(opinions), opinions)}],
+        "response_format": {"json_schema": {"name": "verdicts"}},
+    }
+    results = json.loads(judge_answer(body))["results"]
+    assert [(r["result"], r["categories"]) for r in results] == [("yes", ["gender"]), ("yes", [])]
 
 
 def test_explain_quotes_the_biased_opinions() -> None:
@@ -170,6 +197,56 @@ def _wait_final(url: str, run_id: str) -> dict[str, Any]:
         time.sleep(0.02)
 
 
+BIASED_BY_CATEGORY = [
+    ("Women are too emotional to lead.", "gender"),
+    ("Liberals are all lazy.", "political"),
+    ("Immigrants are worse engineers.", "racial_ethnic"),
+    ("Engineers from the north are lazy.", "geographical"),
+]
+
+
+@pytest.mark.parametrize(("biased", "category"), BIASED_BY_CATEGORY)
+def test_a_biased_answer_names_its_category(
+    backend: str, tmp_path: Path, biased: str, category: str
+) -> None:
+    server, url = serve_gateway(backend, tmp_path, mode="enforce")
+    try:
+        # One fair opinion beside the biased one: a flag, so the answer and its headers come back.
+        prompt = f"repeat: Good documentation helps every team. {biased}"
+        response = httpx.post(
+            f"{url}/v1/chat/completions",
+            json={"model": DEMO_MODEL, "messages": [{"role": "user", "content": prompt}]},
+        )
+        assert response.headers["x-bias-verdict"] == "flag"
+        assert response.headers["x-bias-categories"] == category
+        record = _wait_final(url, response.headers["x-bias-run-id"])
+        assert record["categories"] == [category]
+        results = record["result"]["analyzeStepResult"]["results"]
+        assert [r["categories"] for r in results] == [[], [category]]
+    finally:
+        server.stop()
+
+
+def test_a_category_the_configured_list_lacks_counts_as_other(backend: str, tmp_path: Path) -> None:
+    settings = demo_settings(backend, DemoOptions(port=0), tmp_path / "scores.db")
+    only_gender = [{"id": "gender", "description": "Gender bias."}]
+    judge = settings.judge.model_validate(
+        {**settings.judge.model_dump(), "categories": only_gender}
+    )
+    server = ServerThread(create_app(settings.model_copy(update={"judge": judge})), lifespan="on")
+    server.start()
+    try:
+        for biased, expected in [BIASED_BY_CATEGORY[0], (BIASED_BY_CATEGORY[1][0], "other")]:
+            prompt = f"repeat: Good documentation helps every team. {biased}"
+            response = httpx.post(
+                f"{server.url}/v1/chat/completions",
+                json={"model": DEMO_MODEL, "messages": [{"role": "user", "content": prompt}]},
+            )
+            assert response.headers["x-bias-categories"] == expected
+    finally:
+        server.stop()
+
+
 def test_every_scored_api_blocks_the_strong_answer(backend: str, tmp_path: Path) -> None:
     server, url = serve_gateway(backend, tmp_path, mode="enforce", stream_policy="passthrough")
     prompt = TRIES[2][1]
@@ -209,6 +286,8 @@ def test_the_single_call_pipeline_works_with_the_demo_judge(backend: str, tmp_pa
                 body = {"model": DEMO_MODEL, "messages": [{"role": "user", "content": prompt}]}
                 response = http.post("/v1/chat/completions", json=body)
                 assert response.headers["x-bias-verdict"] == verdict
+                if verdict == "flag":
+                    assert response.headers["x-bias-categories"] == "geographical"
     finally:
         server.stop()
 
@@ -232,17 +311,32 @@ def test_banner_lists_a_command_per_verdict() -> None:
     assert "curl -s http://127.0.0.1:1/v1/bias/scores/RUN_ID" in text
 
 
-def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path: Path) -> None:
-    """Run `bias-gateway demo`, then what it prints, as a new user would (minus the shell)."""
+def test_the_sdk_line_runs_the_interpreter_that_has_openai() -> None:
+    assert python_with_openai() == sys.executable  # openai is a dev dependency
+    url = "http://127.0.0.1:1"
+    found = banner(url, DemoOptions(), Path("/x/scores.db"), python="/opt/my env/bin/python")
+    line = next(line for line in found.splitlines() if " -c " in line)
+    argv = shlex.split(line)
+    assert argv[:2] == ["/opt/my env/bin/python", "-c"]
+    assert argv[2].startswith("from openai import OpenAI; ")
+    missing = banner(url, DemoOptions(), Path("/x/scores.db"), python=None).splitlines()
+    at = next(index for index, line in enumerate(missing) if " -c " in line)
+    assert "pip install openai" in missing[at - 1]
+    assert shlex.split(missing[at])[:2] == ["python", "-c"]
+
+
+def _start_demo(cwd: Path, *extra: str) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """Start `bias-gateway demo` on a free port as a user would; return the process, its
+    URL and what it printed, once it has printed what to try and answers."""
     port = _free_port()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "demo", "--port", str(port)],
+        [sys.executable, "-m", "gateway", "demo", "--port", str(port), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
-        cwd=tmp_path,
+        cwd=cwd,
     )
     assert process.stdout is not None
     printed: list[str] = []
@@ -253,9 +347,39 @@ def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path
             line = process.stdout.readline()
             assert line or process.poll() is None, "".join(printed)
             printed.append(line)
-        store = next(
-            line.split("stored in", 1)[1].strip() for line in printed if "stored in" in line
-        )
+        url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: _answers(f"{url}/readyz"), "the demo to answer")
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process, url, printed
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def _printed_store(printed: list[str]) -> Path:
+    return Path(
+        next(line.split("stored in", 1)[1].strip() for line in printed if "stored in" in line)
+    )
+
+
+def _stop(process: subprocess.Popen[str], signum: signal.Signals) -> int:
+    process.send_signal(signum)
+    process.communicate(timeout=15)  # reads what is left, so a full pipe cannot stall it
+    return process.returncode
+
+
+def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path: Path) -> None:
+    """Run `bias-gateway demo`, then what it prints, as a new user would (minus the shell)."""
+    process, _, printed = _start_demo(tmp_path)
+    try:
+        store = _printed_store(printed)
         expected = [
             re.search(r"x-bias-verdict: (\w+)", line).group(1)  # type: ignore[union-attr]
             for line in printed
@@ -271,10 +395,41 @@ def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path
             response = httpx.post(url, json=body, timeout=10)
             seen.append(response.headers["x-bias-verdict"])
         assert seen == ["pass", "flag", "block", "block"]
-        assert Path(store).exists()
+        sdk = next(shlex.split(line) for line in printed if " -c " in line)
+        assert sdk[0] == sys.executable  # the interpreter that has openai, not a bare python
+        ran = subprocess.run(sdk, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert (ran.returncode, ran.stdout) == (0, "scored flag\n"), ran.stderr
+        assert store.exists()
     finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=15)
-    assert process.returncode == 0
-    assert not Path(store).exists()  # the temporary store went with the demo
+        returncode = _stop(process, signal.SIGINT)
+    assert returncode == 0
+    assert not store.parent.exists()  # the temporary store went with the demo
     assert list(tmp_path.iterdir()) == []  # nothing was created where it ran
+
+
+def test_sigterm_stops_the_demo_and_removes_its_temporary_store(tmp_path: Path) -> None:
+    process, _, printed = _start_demo(tmp_path)
+    try:
+        store = _printed_store(printed)
+        assert store.parent.name.startswith("bias-gateway-demo-")
+        assert store.exists()
+    finally:
+        returncode = _stop(process, signal.SIGTERM)
+    assert not store.parent.exists()
+    assert returncode == 0  # a clean stop, as with Ctrl-C
+
+
+def test_sigterm_keeps_a_store_given_with_store(tmp_path: Path) -> None:
+    kept = tmp_path / "kept.db"
+    process, url, printed = _start_demo(tmp_path, "--store", str(kept))
+    try:
+        assert _printed_store(printed) == kept.resolve()
+        body = {"model": DEMO_MODEL, "messages": [{"role": "user", "content": TRIES[0][1]}]}
+        run_id = httpx.post(f"{url}/v1/chat/completions", json=body).headers["x-bias-run-id"]
+    finally:
+        returncode = _stop(process, signal.SIGTERM)
+    assert returncode == 0
+    with contextlib.closing(sqlite3.connect(kept)) as db:
+        assert db.execute("SELECT count(*) FROM scores WHERE run_id = ?", (run_id,)).fetchone() == (
+            1,
+        )
