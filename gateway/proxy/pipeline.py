@@ -10,20 +10,16 @@ stream ends, always finds room.
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from opentelemetry import propagate, trace
-from opentelemetry.trace import Span
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from gateway.config import KeySettings, Policy
-from gateway.domain import SkipReason
+from gateway.domain import Mode, SkipReason
 from gateway.errors import BadRequest, GatewayError, UpstreamError
 from gateway.observability.access import CallState, call_state
 from gateway.proxy.decisions import (
@@ -35,6 +31,7 @@ from gateway.proxy.decisions import (
     decide,
     skip_headers,
 )
+from gateway.proxy.exchange import UpstreamCall
 from gateway.proxy.intake import read_body, resolve_mode
 from gateway.proxy.streaming import (
     SSE_HEADERS,
@@ -44,7 +41,7 @@ from gateway.proxy.streaming import (
     enforce_passthrough,
     relay,
 )
-from gateway.proxy.surfaces import Facts, Surface, SurfaceRequest
+from gateway.proxy.surfaces import Surface, SurfaceRequest
 from gateway.runtime.resources import Gateway
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.request import ScoreRequest
@@ -60,6 +57,20 @@ def _json_object(body: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+_How = Literal["submit", "score", "spawn"]  # queue it, judge it now, judge it as a task
+
+
+def unjudged(texts: list[str], *, readable: bool, strict: bool) -> SkipReason | None:
+    """Why an answer's texts will not be judged, or None when they will be. `strict`
+    (whole answers and enforce): an answer with a part the gateway could not read is
+    not judged at all, since the client would see text the judge did not."""
+    if strict and not readable:
+        return "unreadable"
+    if texts:
+        return None
+    return "no_text" if readable else "unreadable"
 
 
 def _without_type(headers: dict[str, str]) -> dict[str, str]:
@@ -131,7 +142,8 @@ class ScoredEndpoint:
                 self.surface.prompt_text(parsed.body) if settings.store.capture_content else None
             ),
         )
-        return _Call(gateway, request, state, self.surface, parsed, target, policy, mode, job)
+        call = UpstreamCall(gateway, request, state, self.surface, parsed, target)
+        return _Call(gateway, state, self.surface, parsed, policy, mode, job, call)
 
     def _target(self, gateway: Gateway, model: str) -> Target:
         if self.surface.upstream_path == "/v1/messages":
@@ -151,16 +163,13 @@ class _Call:
     """One scored request, from the upstream call to the recorded outcome."""
 
     gateway: Gateway
-    request: Request
     state: CallState
     surface: Surface
     parsed: SurfaceRequest
-    target: Target
     policy: Policy
-    mode: str
+    mode: Mode
     job: ScoreRequest
-    span: Span | None = None
-    sent_at: float = 0.0
+    upstream_call: UpstreamCall
 
     @property
     def sampled(self) -> bool:
@@ -172,121 +181,12 @@ class _Call:
 
     async def run(self, admitted: bool) -> Response:
         overloaded = None if admitted else self._finish(self.gateway.scoring.overloaded(self.job))
-        upstream = await self._send()
+        upstream = await self.upstream_call.send()
+        self.job.chat_span = self.upstream_call.span_context
         skip = overloaded if overloaded is not None else self._skip_headers(upstream.status)
         if self.parsed.stream:
             return await self._stream(upstream, skip)
         return await self._complete(upstream, skip)
-
-    # -- the upstream call ------------------------------------------------------------
-
-    def _upstream_headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "application/json"}
-        client = self.request.headers
-        for name in self.surface.forwarded_headers:
-            value = client.get(name)
-            if value is not None:
-                headers[name] = value
-        headers.update(self.target.auth_headers(client))
-        if self.target.anthropic:
-            headers.setdefault("anthropic-version", self.target.version or "2023-06-01")
-        headers["x-request-id"] = self.state.request_id
-        return headers
-
-    async def _send(self) -> UpstreamResponse:
-        target = self.target
-        if target.litellm:
-            provider = target.litellm.split("/", 1)[0]
-        else:
-            provider = "anthropic" if target.anthropic else "openai"
-        span = self.gateway.telemetry.start_chat(
-            self.parsed.model,
-            provider=provider,
-            base_url=target.base_url,
-            stream=self.parsed.stream,
-            operation=self.surface.operation,
-            api=self.surface.name,
-        )
-        self.span = span
-        self.job.chat_span = span.get_span_context()
-        headers = self._upstream_headers()
-        propagate.inject(headers, context=trace.set_span_in_context(span))
-        self.sent_at = time.perf_counter()
-        try:
-            response = await self.gateway.upstream.call(
-                target,
-                self.surface.upstream_path,
-                self.parsed.upstream_body(target.model),
-                headers,
-                stream=self.parsed.stream,
-            )
-        except UpstreamError as exc:
-            self._end_upstream(error_type=type(exc).__name__)
-            raise
-        if response.status >= 400:
-            self._end_upstream(status=response.status, error_type=str(response.status))
-        return response
-
-    def _end_upstream(
-        self,
-        *,
-        body: dict[str, Any] | None = None,
-        tap: StreamTap | None = None,
-        status: int | None = None,
-        error_type: str | None = None,
-    ) -> None:
-        """End the upstream span once its answer is complete, and record its metrics."""
-        if self.span is None:
-            return
-        span, self.span = self.span, None
-        elapsed = time.perf_counter() - self.sent_at
-        metrics = self.gateway.metrics
-        model = metrics.model(self.parsed.model)
-        metrics.upstream_seconds.labels(model, str(self.parsed.stream).lower()).observe(elapsed)
-        metrics.operation_seconds.labels(self.surface.operation, model, "upstream").observe(elapsed)
-        ttft = None
-        if tap is not None and tap.first_chunk_at is not None:
-            ttft = tap.first_chunk_at - self.sent_at
-            metrics.ttft_seconds.labels(model).observe(ttft)
-        if body is not None:
-            facts = self.surface.facts(body)
-        else:
-            facts = tap.reader.facts() if tap is not None and tap.parse else Facts()
-        for kind, tokens in (("input", facts.input_tokens), ("output", facts.output_tokens)):
-            if tokens is not None:
-                metrics.token_usage.labels(kind, model, "upstream").observe(tokens)
-        if self.gateway.telemetry.capture_content and span.is_recording():
-            self._capture_content(span, body, tap)
-        self.state.upstream_ms = round(elapsed * 1000, 2)
-        self.gateway.telemetry.end_chat(
-            span,
-            response_model=facts.model,
-            response_id=facts.response_id,
-            finish_reasons=facts.finish_reasons,
-            input_tokens=facts.input_tokens,
-            output_tokens=facts.output_tokens,
-            status=status,
-            error_type=error_type,
-            ttft_s=ttft,
-        )
-
-    def _capture_content(
-        self, span: Span, body: dict[str, Any] | None, tap: StreamTap | None
-    ) -> None:
-        """Input and output messages on the span; only under content capture, so the plain
-        path never collects the texts."""
-        try:
-            messages = json.dumps(self.surface.input_messages(self.parsed.body))
-        except (ValueError, TypeError, RecursionError):
-            messages = None  # too deep to encode: left off
-        if messages is not None:
-            span.set_attribute("gen_ai.input.messages", messages)
-        if body is not None:
-            texts = self.surface.texts(body) if self.surface.readable(body) else []
-        else:
-            texts = tap.texts() if tap is not None and tap.parse else []
-        if texts:
-            span.set_attribute("gen_ai.output.messages", json.dumps(texts))
 
     # -- outcomes and headers --------------------------------------------------------
 
@@ -318,23 +218,17 @@ class _Call:
         if skip is not None:
             if upstream.status < 400:
                 body = _json_object(upstream.body)
-                self._end_upstream(body=body if self.surface.readable(body) else None)
+                self.upstream_call.end(body=body if self.surface.readable(body) else None)
             return Response(upstream.body, upstream.status, headers={**upstream.headers, **skip})
         body = _json_object(upstream.body)
         readable = body is not None and self.surface.readable(body)
-        self._end_upstream(body=body if readable else None)
-        scoring = self.gateway.scoring
-        if body is None or not readable:
-            outcome = scoring.skip(self.job, "unreadable")
-        else:
+        self.upstream_call.end(body=body if readable else None)
+        texts: list[str] = []
+        if body is not None and readable:
             texts = self.surface.texts(body)
             self.job.response_id = self.surface.facts(body).response_id
-            if not texts:
-                outcome = scoring.skip(self.job, "no_text")
-            elif self.mode == "monitor":
-                outcome = scoring.submit(self.job, texts)
-            else:
-                outcome = await scoring.score(self.job, texts)
+        how: _How = "submit" if self.mode == "monitor" else "score"
+        outcome = await self._judge(texts, readable=readable, strict=True, how=how)
         headers = {**upstream.headers, **self._finish(outcome)}
         decision = decide(outcome, self.policy, enforce=self.enforce)
         if decision == DELIVER:
@@ -376,13 +270,23 @@ class _Call:
             return self._passthrough(upstream)
         return await self._buffer(upstream)
 
-    def _settle(self, tap: StreamTap) -> Outcome:
+    async def _settle(self, tap: StreamTap) -> Outcome:
         """Queue a finished stream's text for scoring, or record why there is none."""
         texts = self._stream_texts(tap)
+        return await self._judge(texts, readable=tap.readable, strict=False, how="submit")
+
+    async def _judge(self, texts: list[str], *, readable: bool, strict: bool, how: _How) -> Outcome:
+        """The one place an answer's texts are judged, queued, or skipped with the reason."""
         scoring = self.gateway.scoring
-        if texts:
+        reason = unjudged(texts, readable=readable, strict=strict)
+        if reason is not None:
+            return scoring.skip(self.job, reason)
+        if how == "submit":
             return scoring.submit(self.job, texts)
-        return scoring.skip(self.job, "no_text" if tap.readable else "unreadable")
+        if how == "score":
+            return await scoring.score(self.job, texts)
+        # Shielded: a client that leaves now must not cancel the record.
+        return await asyncio.shield(scoring.spawn(self.job, texts))
 
     def _relay(
         self, upstream: UpstreamResponse, headers: dict[str, str], tap: StreamTap, score: bool
@@ -395,12 +299,12 @@ class _Call:
             await upstream.aclose()
             tap.close()
             error = type(failures[0]).__name__ if failures else None
-            self._end_upstream(tap=tap, error_type=error)
+            self.upstream_call.end(tap=tap, error_type=error)
             if not score:
                 return
             self.job.partial = disconnected or bool(failures) or not tap.done
             self.state.partial = self.job.partial
-            self._settle(tap)
+            await self._settle(tap)
 
         return SSEResponse(
             relay(upstream.chunks, tap, failures, self.surface),
@@ -415,19 +319,13 @@ class _Call:
         try:
             body = await buffer_all(upstream.chunks, tap)
         except UpstreamError as exc:
-            self._end_upstream(tap=tap, error_type=type(exc).__name__)
+            self.upstream_call.end(tap=tap, error_type=type(exc).__name__)
             raise
         finally:
             await upstream.aclose()
-        self._end_upstream(tap=tap)
+        self.upstream_call.end(tap=tap)
         texts = self._stream_texts(tap)
-        scoring = self.gateway.scoring
-        if not tap.readable:
-            outcome = scoring.skip(self.job, "unreadable")
-        elif texts:
-            outcome = await scoring.score(self.job, texts)
-        else:
-            outcome = scoring.skip(self.job, "no_text")
+        outcome = await self._judge(texts, readable=tap.readable, strict=True, how="score")
         headers = {**_without_type(upstream.headers), **self._finish(outcome)}
         decision = decide(outcome, self.policy, enforce=True)
         if decision == DELIVER:
@@ -456,27 +354,21 @@ class _Call:
         async def judge() -> Outcome:
             nonlocal judged
             judged = True
-            self._end_upstream(tap=tap)
+            self.upstream_call.end(tap=tap)
             texts = self._stream_texts(tap)
-            if not tap.readable:
-                outcome = scoring.skip(self.job, "unreadable")
-            elif not texts:
-                outcome = scoring.skip(self.job, "no_text")
-            else:
-                # Shielded: a client that leaves now must not cancel the record.
-                outcome = await asyncio.shield(scoring.spawn(self.job, texts))
+            outcome = await self._judge(texts, readable=tap.readable, strict=True, how="spawn")
             self._finish(outcome)
             return outcome
 
         async def on_close(disconnected: bool) -> None:
             await upstream.aclose()
-            self._end_upstream(tap=tap, error_type="disconnected" if disconnected else None)
+            self.upstream_call.end(tap=tap, error_type="disconnected" if disconnected else None)
             self.state.partial = disconnected or not judged
             if judged:
                 return
             tap.close()
             self.job.partial = True
-            self._settle(tap)
+            await self._settle(tap)
 
         headers = {**upstream.headers, **bias_headers(scoring.mark_pending(self.job))}
         return SSEResponse(

@@ -40,7 +40,6 @@ class ScoreRequest:
     prompt: str | None = None  # set only when content capture is on
     chat_span: SpanContext | None = None
     created_at: float = field(default_factory=time.time)
-    holds_room: bool = False  # a place in the queue is reserved (`Scoring.reservation`)
 
     def chat_context(self) -> Context | None:
         if self.chat_span is None:

@@ -45,6 +45,8 @@ from gateway.observability.traces import Telemetry
 from gateway.scoring.cache import ScoreCache
 from gateway.scoring.judging import Judging
 from gateway.scoring.outcome import Outcome
+from gateway.scoring.queue import MonitorQueue
+from gateway.scoring.reasons import DeferredReasons
 from gateway.scoring.recording import Recorder
 from gateway.scoring.request import ScoreRequest, job_from, stored_job, work_for
 from gateway.store import ScoreRecord, Store
@@ -101,33 +103,38 @@ class Scoring:
             judge_model=scorer.judge.model,
             scale=scorer.scale,
         )
-        # Deferred explanations under way, bounded like the queue: past that, skipped.
-        self._reasons: dict[asyncio.Task[None], tuple[ScoreRequest, Outcome, list[str]]] = {}
-        self._reason_room = queue_size
-        # Each job says whether it brings a reserved place, which the dispatcher gives back.
-        self._queue: asyncio.Queue[tuple[ScoreRequest, list[str], bool]] = asyncio.Queue(queue_size)
-        # Reserved places; a job returns its place when a worker takes it off the queue.
-        self._room = asyncio.Semaphore(queue_size)
-        self.full_wait = full_wait
-        self.concurrency = concurrency
-        self._slots = asyncio.Semaphore(concurrency)  # monitor scorings in flight
-        self._dispatcher: asyncio.Task[None] | None = None
-        self._jobs: set[asyncio.Task[None]] = set()
+        self.reasons = DeferredReasons(
+            self._explain,
+            room=queue_size,
+            recorder=self.recorder,
+            telemetry=telemetry,
+            metrics=metrics,
+        )
+        self.queue = MonitorQueue(
+            self._run_job,
+            size=queue_size,
+            concurrency=concurrency,
+            full_wait=full_wait,
+            metrics=metrics,
+        )
         self._background: dict[asyncio.Task[Outcome], ScoreRequest] = {}
         self._overload_log = _Throttle(seconds=1.0)
-        self._freed = asyncio.Event()  # a job left the queue: room for claimed work
         self.skipped_overloaded = 0
         self.dropped = 0
-        self.left_pending = 0  # monitor jobs unfinished at shutdown, kept as work
 
     @property
     def queue_depth(self) -> int:
-        return self._queue.qsize()
+        return self.queue.depth
 
     @property
     def in_flight(self) -> int:
         """Monitor scorings running now."""
-        return len(self._jobs)
+        return self.queue.in_flight
+
+    @property
+    def left_pending(self) -> int:
+        """Monitor jobs unfinished at shutdown, kept as work."""
+        return self.queue.left_pending
 
     def update_gauges(self) -> None:
         """Set the gauges a scrape reads: queue depth, scorings and judge calls in flight."""
@@ -138,18 +145,13 @@ class Scoring:
             self.metrics.judge_in_flight.set(limiter.stats.in_flight)
 
     def room(self) -> int:
-        """How many more jobs the queue takes now (0 while every place is reserved)."""
-        if self._room.locked():
-            return 0
-        return self._queue.maxsize - self._queue.qsize()
+        return self.queue.room()
 
     async def wait_for_room(self) -> None:
-        while self.room() == 0:
-            self._freed.clear()
-            await self._freed.wait()
+        await self.queue.wait_for_room()
 
     def start(self) -> None:
-        self._dispatcher = asyncio.create_task(self._dispatch(), name="bias-scoring-dispatcher")
+        self.queue.start()
 
     # -- the two paths -------------------------------------------------------------
 
@@ -197,7 +199,7 @@ class Scoring:
             if outcome.status == "error":
                 span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.status_reason))
         if outcome.status == "scored" and outcome.reason_status is None:
-            self._defer_reason(request, outcome, texts)  # the score goes out now, the reason later
+            self.reasons.defer(request, outcome, texts)  # the score goes out now, the reason later
         else:
             self.recorder.finish(request, outcome, texts)
         return outcome
@@ -207,34 +209,6 @@ class Scoring:
         if new is not None:
             self.recorder.observe_cost(new, steps={"generate_reason"})
 
-    def _defer_reason(self, request: ScoreRequest, outcome: Outcome, texts: list[str]) -> None:
-        if len(self._reasons) >= self._reason_room:
-            outcome.reason_status = "skipped"
-            self.metrics.skipped.labels("reason_backlog").inc()
-            self.recorder.finish(request, outcome, texts)
-            return
-        outcome.reason_status = "pending"
-        self.recorder.store_outcome(request, outcome, texts)
-        task = asyncio.create_task(self._deferred_reason(request, outcome, texts))
-        self._reasons[task] = (request, outcome, texts)
-        task.add_done_callback(self._reason_done)
-
-    async def _deferred_reason(
-        self, request: ScoreRequest, outcome: Outcome, texts: list[str]
-    ) -> None:
-        with self.telemetry.tracer.start_as_current_span(
-            "evaluation bias explanation",
-            context=request.chat_context(),
-            attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
-        ):
-            await self._explain(outcome, texts)
-        self.recorder.finish(request, outcome, texts)
-
-    def _reason_done(self, task: asyncio.Task[None]) -> None:
-        self._reasons.pop(task, None)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("deferred explanation failed", exc_info=task.exception())
-
     @contextlib.asynccontextmanager
     async def reservation(self, request: ScoreRequest) -> AsyncIterator[bool]:
         """A place in the queue for a monitor job, held while its response is made and sent.
@@ -242,41 +216,23 @@ class Scoring:
         Yields False when `queue.full_wait` passed without a place (the caller
         records the response with `overloaded()`). Without `full_wait`, or for
         a request that will not be queued, nothing is reserved and it yields
-        True (`submit` finds out). `submit` hands the place on to the queued
-        job; whatever else happens, the place is given back on exit.
+        True (`submit` finds out).
         """
-        admitted = await self._admit(request) if self.reserves(request) else True
-        try:
+        if not self.reserves(request):
+            yield True
+            return
+        async with self.queue.reservation(request) as admitted:
             yield admitted
-        finally:
-            self._release(request)
 
     def reserves(self, request: ScoreRequest) -> bool:
         """Whether `reservation` holds a place for `request`: a sampled monitor job,
         with `queue.full_wait` set (without it, `submit` finds out)."""
         return (
-            self.full_wait > 0
+            self.queue.full_wait > 0
             and not self.external
             and request.mode == "monitor"
             and bool(request.run_id)
         )
-
-    async def _admit(self, request: ScoreRequest) -> bool:
-        if self._room.locked():
-            try:
-                await asyncio.wait_for(self._room.acquire(), self.full_wait)
-            except TimeoutError:
-                return False
-        else:
-            await self._room.acquire()  # a free place: returns without yielding
-        request.holds_room = True
-        return True
-
-    def _release(self, request: ScoreRequest) -> None:
-        """Give back the place `_admit` reserved, if any (idempotent)."""
-        if request.holds_room:
-            request.holds_room = False
-            self._room.release()
 
     def overloaded(self, request: ScoreRequest) -> Outcome:
         """Record a response that found the queue full: `skipped` (overloaded)."""
@@ -299,13 +255,8 @@ class Scoring:
         if self.external:
             self.recorder.store_outcome(request, outcome, texts, work=work)
             return outcome
-        try:
-            # Never full for a job that holds a place: places and queue have the same size.
-            self._queue.put_nowait((request, texts, request.holds_room))
-        except asyncio.QueueFull:
+        if not self.queue.put(request, texts):
             return self.overloaded(request)
-        request.holds_room = False  # the place goes with the job; the dispatcher frees it
-        self.metrics.queue_depth.set(self._queue.qsize())
         self.recorder.store_outcome(
             request, outcome, texts, work=work, lease=self._lease(), attempts=1
         )
@@ -326,18 +277,13 @@ class Scoring:
     async def accept(self, request: ScoreRequest, texts: list[str]) -> bool:
         """Queue work claimed from the store (its lease already taken). False when the
         queue has no room after all: the claim then lapses and the work comes back."""
-        if self.room() == 0:
-            return False
-        await self._room.acquire()  # free (room() checked it), so this does not wait
-        self._queue.put_nowait((request, texts, True))
-        self.metrics.queue_depth.set(self._queue.qsize())
-        return True
+        return await self.queue.accept(request, texts)
 
     def _lease(self) -> tuple[str, float]:
         return self.worker, time.time() + self.lease_seconds
 
     def skip(self, request: ScoreRequest, reason: SkipReason) -> Outcome:
-        self._release(request)
+        self.queue.release(request)
         outcome = Outcome(request.run_id, "skipped", status_reason=reason)
         self.metrics.skipped.labels(reason).inc()
         self.recorder.store_outcome(request, outcome, [])
@@ -367,71 +313,33 @@ class Scoring:
 
     # -- the monitor queue and shutdown ----------------------------------------------
 
-    async def _dispatch(self) -> None:
-        """Take queued jobs as judge slots free up; each runs as its own task."""
-        while True:
-            # A slot first, then a job: what waits for a slot waits in the queue, where
-            # it counts towards the queue's bound and depth.
-            await self._slots.acquire()
-            try:
-                request, texts, holds_room = await self._queue.get()
-            except asyncio.CancelledError:
-                self._slots.release()
-                raise
-            if holds_room:
-                self._room.release()
-            self._freed.set()
-            self.metrics.queue_depth.set(self._queue.qsize())
-            task = asyncio.create_task(self._run_job(request, texts))
-            self._jobs.add(task)
-            task.add_done_callback(self._jobs.discard)
-
     async def _run_job(self, request: ScoreRequest, texts: list[str]) -> None:
+        """One queued monitor job (`MonitorQueue`'s runner)."""
         try:
             await self._score(request, texts)
         except asyncio.CancelledError:
-            self.left_pending += 1  # its work stays in the store (`drain` gives the lease back)
             raise
         except Exception:  # a scorer bug must not stop the others
             log.exception("scoring failed unexpectedly", run_id=request.run_id)
             error = Outcome(request.run_id, "error", status_reason="internal")
             self.recorder.store_outcome(request, error, [])
-        finally:
-            self._slots.release()
-            self._queue.task_done()
 
     async def drain(self, deadline: float) -> None:
         """Finish queued jobs for up to `deadline` seconds. Monitor work still unfinished
         stays pending in the store, its leases given back; enforce scorings and
         deferred explanations still running are recorded as dropped."""
         started = time.monotonic()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._queue.join(), timeout=deadline)
-        for waiting in (self._background, self._reasons):
+        await self.queue.join(deadline)
+        for waiting in (set(self._background), self.reasons.tasks):
             if waiting:
                 remaining = max(0.0, deadline - (time.monotonic() - started))
-                await asyncio.wait(set(waiting), timeout=remaining)
-        for reason_task, (request, outcome, texts) in list(self._reasons.items()):
-            if not reason_task.done():
-                reason_task.cancel()
-                outcome.reason_status = "dropped"
-                self.recorder.finish(request, outcome, texts)
+                await asyncio.wait(waiting, timeout=remaining)
+        self.reasons.drop_unfinished()
         for task, request in list(self._background.items()):
             if not task.done():  # a done task stored its own outcome
                 task.cancel()
                 self._drop(request, "shutdown")
-        running = [*self._jobs, *([self._dispatcher] if self._dispatcher else [])]
-        for job in running:
-            job.cancel()  # a running job's work stays pending
-        await asyncio.gather(*running, return_exceptions=True)
-        self._dispatcher = None
-        while not self._queue.empty():
-            _, _, holds_room = self._queue.get_nowait()
-            self._queue.task_done()
-            if holds_room:
-                self._room.release()
-            self.left_pending += 1
-        self.metrics.queue_depth.set(0)
+        await self.queue.stop()
         await self._release_leases()
         if self.dropped:
             log.warning("scoring jobs dropped at shutdown", dropped=self.dropped)
@@ -454,7 +362,7 @@ class Scoring:
             )
 
     def _drop(self, request: ScoreRequest, reason: str) -> None:
-        self._release(request)
+        self.queue.release(request)
         self.dropped += 1
         self.metrics.dropped.labels(reason).inc()
         dropped = Outcome(request.run_id, "dropped", status_reason=reason)

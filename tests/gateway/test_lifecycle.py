@@ -142,7 +142,7 @@ async def test_queue_places_hold_with_a_slow_rate_limited_judge(
     assert scoring.skipped_overloaded == 0
     assert fake_openai.rate_limited > 0  # the judge did push back
     # Every place came back: a full queue's worth can be reserved again at once.
-    assert [scoring._room.locked(), scoring._room._value] == [False, 2]
+    assert [scoring.queue._room.locked(), scoring.queue._room._value] == [False, 2]
 
 
 def test_full_wait_gives_up_and_skips_then_frees_every_place(
