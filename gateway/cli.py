@@ -14,7 +14,7 @@ import socket
 import sys
 import tempfile
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.config import (
     ConfigError,
@@ -136,16 +136,13 @@ def _serve(args: argparse.Namespace) -> int:
     # The app gets its settings as objects. Workers are spawned and unpickle this
     # config, so the factory is a top-level function bound to picklable options.
     options = ServeOptions(settings=settings, log_level=log_level, swept=True)
-    config = uvicorn.Config(
+    config = _uvicorn_config(
         functools.partial(serve_app, options),
-        factory=True,
+        settings,
         host=host,
         port=port,
+        factory=True,
         workers=args.workers,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=max(5, int(settings.queue.drain_deadline)),
-        lifespan="on",
     )
     server = uvicorn.Server(config)
     try:
@@ -159,6 +156,21 @@ def _serve(args: argparse.Namespace) -> int:
             shutil.rmtree(metrics_dir, ignore_errors=True)
     # As `uvicorn.run`: a server that never started (lifespan failure, port taken) exits 3.
     return 0 if server.started else STARTUP_FAILURE
+
+
+def _uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Config:
+    """uvicorn's config for the gateway or a scorer: our own logs, a graceful stop that
+    waits for the drain."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=max(5, int(settings.queue.drain_deadline)),
+        lifespan="on",
+        **options,
+    )
 
 
 async def _open_and_close(store: Store, *, sweep_pending: bool = True) -> None:
@@ -184,15 +196,7 @@ def _scorer(args: argparse.Namespace) -> int:
         health=f"http://{args.host}:{args.port}",
         **{name: fields[name] for name in ("version", "config", "judge_model", "store")},
     )
-    config = uvicorn.Config(
-        create_scorer_app(settings),
-        host=args.host,
-        port=args.port,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=max(5, int(settings.queue.drain_deadline)),
-        lifespan="on",
-    )
+    config = _uvicorn_config(create_scorer_app(settings), settings, host=args.host, port=args.port)
     server = uvicorn.Server(config)
     with contextlib.suppress(KeyboardInterrupt):
         server.run()

@@ -37,7 +37,7 @@ __all__ = [
     "sentences",
 ]
 
-# Category id (as `guard.bias.DEFAULT_CATEGORIES` names it) -> the group words that put
+# Category id (as `guard.DEFAULT_CATEGORIES` names it) -> the group words that put
 # an opinion in it (matched as whole words).
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "gender": (

@@ -22,6 +22,7 @@ from prometheus_client import (
     multiprocess,
 )
 
+from gateway.config import Settings
 from guard.outputs import valid_text
 
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics", "ModelLabels"]
@@ -202,6 +203,15 @@ class Metrics:
             "bias_store_pruned_total",
             "Records and cache entries pruned for being older than store.retention_days.",
             registry=registry,
+        )
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> Metrics:
+        """The metrics of a gateway or scorer run on `settings`."""
+        return cls(
+            aliases=settings.models,
+            model_cap=settings.telemetry.model_label_cap,
+            scale=settings.judge.scale,
         )
 
     def render(self) -> bytes:

@@ -2,7 +2,7 @@
 stream, score, decide, render, store, observe.
 
 `ScoredEndpoint(surface)` is the ASGI endpoint of one surface's route. A
-monitored request holds its place in the scoring queue (`Scoring.reservation`)
+monitored request holds its place in the scoring queue (`MonitorQueue.reservation`)
 for as long as its response is being sent, so a stream's text, scored once the
 stream ends, always finds room.
 """
@@ -95,7 +95,7 @@ class ScoredEndpoint:
             return
         if not gateway.scoring.reserves(call.job):
             # Most requests: no place to hold, so no context manager to enter (its
-            # generator costs a mode-off request ~8 calls).
+            # generator would add calls to every mode-off request; `bench.calls`).
             await self._respond(call, True, scope, receive, send)
             return
         async with gateway.scoring.reservation(call.job) as admitted:

@@ -4,11 +4,10 @@ Keys hash the judge model, the scorer options and the text, so a change of
 judge or scale never reuses an old verdict. Concurrent requests for the same
 text share one judge run instead of racing to fill the cache.
 
-Entries are kept as JSON text, not as `BiasResult` models. A model is ~17
-objects the garbage collector tracks; a string is none. With 10,000 models every
-full collection walked 170k more objects: 74 ms against 7 ms with text, a
-pause that stopped the event loop and showed as the p99 of monitor mode. A hit
-pays for it with a parse, ~6 µs.
+Entries are kept as JSON text, not as `BiasResult` models: a model is a dozen
+or more objects the garbage collector tracks, a string is none, and thousands of
+cached models made every full collection a pause of the event loop that showed
+in monitor mode's tail latency. A hit pays for it with a parse.
 """
 
 from __future__ import annotations

@@ -60,11 +60,7 @@ def create_app(
     `sweep_pending` marks the store's rows a previous run left pending as dropped at
     startup; `bias-gateway serve` passes False, having swept once before its workers start.
     """
-    metrics = Metrics(
-        aliases=settings.models,
-        model_cap=settings.telemetry.model_label_cap,
-        scale=settings.judge.scale,
-    )
+    metrics = Metrics.for_settings(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

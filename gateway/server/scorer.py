@@ -60,11 +60,7 @@ def create_scorer_app(
     telemetry: Telemetry | None = None,
 ) -> Starlette:
     """The scorer process's app: scoring in its lifespan, health and metrics as routes."""
-    metrics = Metrics(
-        aliases=settings.models,
-        model_cap=settings.telemetry.model_label_cap,
-        scale=settings.judge.scale,
-    )
+    metrics = Metrics.for_settings(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

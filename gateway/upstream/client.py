@@ -1,8 +1,8 @@
 """Calls to upstream models.
 
-OpenAI-compatible upstreams are forwarded over one pooled aiohttp session:
-DESIGN.md §4 measured aiohttp at 5.2k req/s through a Starlette pass-through
-at c=32, against 0.5k for httpx's own transport on the same machine.
+OpenAI-compatible upstreams are forwarded over one pooled aiohttp session,
+which DESIGN.md §4 chose over httpx's own transport for its throughput
+(`bench/`, the pass-through comparison).
 Providers that need translation go through litellm, imported on first use.
 
 All aiohttp and litellm exceptions are caught here and re-raised as

@@ -1,7 +1,7 @@
 """JSON decoding on the hot path: orjson's speed with the standard library's answers.
 
-orjson parses a chat body about 6x faster than `json.loads` (0.4 against
-2.4 µs here), but it refuses `NaN`/`Infinity`, which `json.loads` accepts.
+orjson parses a chat body several times faster than `json.loads`, but it
+refuses `NaN`/`Infinity`, which `json.loads` accepts.
 Falling back to `json.loads` whenever orjson refuses keeps the standard
 library's accepted inputs and error messages; the fallback only runs on input
 that orjson rejects.
@@ -12,7 +12,7 @@ standard library's C scanner at the interpreter's recursion limit) is a
 
 One difference stays: orjson reads an integer wider than 64 bits as a float.
 The values read here are only inspected; a body that is sent on re-encoded is
-parsed with `json` (see `ChatRequest.upstream_body`).
+parsed with `json` (see `SurfaceRequest.upstream_body`).
 """
 
 from __future__ import annotations

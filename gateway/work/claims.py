@@ -59,7 +59,7 @@ _BATCH = 64  # most work one claim takes
 _EXPIRE_EVERY = 1.0  # at least this many seconds between sweeps for work lapsed for good
 _RETRY = 1.0  # seconds to wait after the store failed
 # Seconds between counts of the pending work for `bias_work_pending`: a count walks
-# every pending record (38 ms at 100k pending on PostgreSQL, bench/scaleout.py).
+# every pending record, too slow to run on every sweep (bench/scaleout.py).
 _COUNT_EVERY = 15.0
 
 

@@ -241,6 +241,22 @@ def require_stream_flag(body: Mapping[str, Any]) -> bool:
     return bool(stream)
 
 
+def usage_facts(body: Mapping[str, Any], finish: str) -> Facts:
+    """The facts of an answer whose `usage` counts `input_tokens` and `output_tokens`
+    and whose `finish` field says why it ended (Responses' `status`, Messages'
+    `stop_reason`)."""
+    usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
+    assert isinstance(usage, Mapping)
+    reason = body.get(finish)
+    return Facts(
+        response_id=id_text(body.get("id")),
+        model=id_text(body.get("model")),
+        finish_reasons=[reason] if isinstance(reason, str) else [],
+        input_tokens=json_int(usage.get("input_tokens")),
+        output_tokens=json_int(usage.get("output_tokens")),
+    )
+
+
 def id_text(value: object) -> str | None:
     """An answer's `id` (or `model`) as text: numbers are spelled out, other types dropped."""
     if isinstance(value, str):

@@ -27,6 +27,7 @@ from gateway.proxy.surfaces.base import (
     require_messages,
     require_model,
     require_stream_flag,
+    usage_facts,
 )
 from gateway.scoring.outcome import Outcome
 from gateway.wire.sse import SSEEvent, encode_event
@@ -154,16 +155,7 @@ class Messages(Surface):
         return [text] if text else []
 
     def facts(self, body: Mapping[str, Any]) -> Facts:
-        usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
-        assert isinstance(usage, Mapping)
-        stop = body.get("stop_reason")
-        return Facts(
-            response_id=id_text(body.get("id")),
-            model=id_text(body.get("model")),
-            finish_reasons=[stop] if isinstance(stop, str) else [],
-            input_tokens=json_int(usage.get("input_tokens")),
-            output_tokens=json_int(usage.get("output_tokens")),
-        )
+        return usage_facts(body, "stop_reason")
 
     def reader(self, *, max_chars: int | None) -> MessagesReader:
         return MessagesReader(max_chars=max_chars)

@@ -23,12 +23,12 @@ from gateway.proxy.surfaces.base import (
     Surface,
     SurfaceRequest,
     held_with_bias,
-    id_text,
     json_int,
     openai_error_body,
     parse_object,
     require_model,
     require_stream_flag,
+    usage_facts,
 )
 from gateway.scoring.outcome import Outcome
 from gateway.wire.sse import SSEEvent, encode_event
@@ -57,19 +57,6 @@ def _output_texts(output: object) -> list[str]:
         if text:
             texts.append(text)
     return texts
-
-
-def _response_facts(body: Mapping[str, Any]) -> Facts:
-    usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
-    assert isinstance(usage, Mapping)
-    status = body.get("status")
-    return Facts(
-        response_id=id_text(body.get("id")),
-        model=id_text(body.get("model")),
-        finish_reasons=[status] if isinstance(status, str) else [],
-        input_tokens=json_int(usage.get("input_tokens")),
-        output_tokens=json_int(usage.get("output_tokens")),
-    )
 
 
 class ResponsesReader(StreamReader):
@@ -116,7 +103,7 @@ class ResponsesReader(StreamReader):
         return False
 
     def _learn(self, response: Mapping[str, Any]) -> None:
-        learned = _response_facts(response)
+        learned = usage_facts(response, "status")
         facts = self._facts
         facts.response_id = facts.response_id or learned.response_id
         facts.model = facts.model or learned.model
@@ -175,7 +162,7 @@ class Responses(Surface):
         return _output_texts(body.get("output"))
 
     def facts(self, body: Mapping[str, Any]) -> Facts:
-        return _response_facts(body)
+        return usage_facts(body, "status")
 
     def reader(self, *, max_chars: int | None) -> ResponsesReader:
         return ResponsesReader(max_chars=max_chars)
