@@ -64,7 +64,7 @@ def canonical_path(raw_path: bytes) -> CanonicalPath:
     >>> canonical_path(b"/v1/%2e/chat/completions")
     Traceback (most recent call last):
     ...
-    gateway.paths.PathRefused: the path has a dot segment ("." or "..")
+    gateway.proxy.paths.PathRefused: the path has a dot segment ("." or "..")
     """
     if not raw_path.startswith(b"/"):
         raise PathRefused("the path must start with /")

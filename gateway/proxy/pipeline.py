@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from starlette.requests import Request
@@ -182,7 +182,7 @@ class _Call:
     async def run(self, admitted: bool) -> Response:
         overloaded = None if admitted else self._finish(self.gateway.scoring.overloaded(self.job))
         upstream = await self.upstream_call.send()
-        self.job.chat_span = self.upstream_call.span_context
+        self.job = replace(self.job, chat_span=self.upstream_call.span_context)
         skip = overloaded if overloaded is not None else self._skip_headers(upstream.status)
         if self.parsed.stream:
             return await self._stream(upstream, skip)
@@ -226,7 +226,7 @@ class _Call:
         texts: list[str] = []
         if body is not None and readable:
             texts = self.surface.texts(body)
-            self.job.response_id = self.surface.facts(body).response_id
+            self.job = replace(self.job, response_id=self.surface.facts(body).response_id)
         how: _How = "submit" if self.mode == "monitor" else "score"
         outcome = await self._judge(texts, readable=readable, strict=True, how=how)
         headers = {**upstream.headers, **self._finish(outcome)}
@@ -253,8 +253,11 @@ class _Call:
 
     def _stream_texts(self, tap: StreamTap) -> list[str]:
         """The texts a tap collected; the job learns the response id and any truncation."""
-        self.job.response_id = tap.reader.facts().response_id
-        self.job.truncated = self.job.truncated or tap.reader.truncated
+        self.job = replace(
+            self.job,
+            response_id=tap.reader.facts().response_id,
+            truncated=self.job.truncated or tap.reader.truncated,
+        )
         return tap.texts()
 
     async def _stream(self, upstream: UpstreamResponse, skip: dict[str, str] | None) -> Response:
@@ -302,8 +305,9 @@ class _Call:
             self.upstream_call.end(tap=tap, error_type=error)
             if not score:
                 return
-            self.job.partial = disconnected or bool(failures) or not tap.done
-            self.state.partial = self.job.partial
+            partial = disconnected or bool(failures) or not tap.done
+            self.job = replace(self.job, partial=partial)
+            self.state.partial = partial
             await self._settle(tap)
 
         return SSEResponse(
@@ -367,7 +371,7 @@ class _Call:
             if judged:
                 return
             tap.close()
-            self.job.partial = True
+            self.job = replace(self.job, partial=True)
             await self._settle(tap)
 
         headers = {**upstream.headers, **bias_headers(scoring.mark_pending(self.job))}

@@ -21,9 +21,10 @@ from gateway.work.payload import WorkPayload
 __all__ = ["ScoreRequest", "job_from", "stored_job", "work_for"]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ScoreRequest:
-    """What is known about the request whose response is being scored."""
+    """What is known about the request whose response is being scored. A value: what is
+    learnt later (the response's id, a cut) makes a new one (`dataclasses.replace`)."""
 
     run_id: str
     policy: Policy
@@ -56,13 +57,15 @@ def job_from(record: ScoreRecord, settings: Settings) -> tuple[ScoreRequest, lis
     """The job and texts a claimed record holds, under `settings`' policies (a policy
     this process does not define falls back to its default one). Raises `WorkError`."""
     work = WorkPayload.decode(record.work, record.run_id)
-    job = stored_job(record, settings, policy=work.policy)
-    job.chat_span = work.trace
-    return job, work.texts
+    return stored_job(record, settings, policy=work.policy, chat_span=work.trace), work.texts
 
 
 def stored_job(
-    record: ScoreRecord, settings: Settings, *, policy: str | None = None
+    record: ScoreRecord,
+    settings: Settings,
+    *,
+    policy: str | None = None,
+    chat_span: SpanContext | None = None,
 ) -> ScoreRequest:
     """The job a record's stored facts describe (a monitor job)."""
     name = policy if policy in settings.policies else settings.default_policy
@@ -81,5 +84,6 @@ def stored_job(
         request_id=record.request_id,
         response_id=record.response_id,
         prompt=record.prompt,
+        chat_span=chat_span,
         created_at=record.created_at,
     )

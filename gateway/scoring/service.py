@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 
@@ -155,13 +156,14 @@ class Scoring:
 
     # -- the two paths -------------------------------------------------------------
 
-    def _judged_texts(self, request: ScoreRequest, texts: list[str]) -> list[str]:
-        """The texts as the judge will see them: valid Unicode, at most `max_text_chars`."""
+    def _judged(self, request: ScoreRequest, texts: list[str]) -> tuple[ScoreRequest, list[str]]:
+        """The texts as the judge will see them (valid Unicode, at most `max_text_chars`),
+        and the request, marked `truncated` when they were cut."""
         limit = self.max_text_chars
         if limit is not None and any(len(text) > limit for text in texts):
-            request.truncated = True
+            request = dataclasses.replace(request, truncated=True)
             texts = [text[:limit] for text in texts]
-        return [valid_text(text) for text in texts]
+        return request, [valid_text(text) for text in texts]
 
     async def score(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Score now, on the request path (enforce mode), within `enforce_deadline`.
@@ -179,7 +181,7 @@ class Scoring:
         """Judge, explain as `reason` says, record. A `deferred` explanation is deferred
         only `in_request`: a background job has no response waiting, so it explains at
         once, which spares the record a write and the loop a task."""
-        texts = self._judged_texts(request, texts)
+        request, texts = self._judged(request, texts)
         explain_now = self.reason == "inline" or (self.reason == "deferred" and not in_request)
         monitor = request.mode == "monitor" and request.chat_span is not None
         with self.telemetry.tracer.start_as_current_span(
@@ -249,7 +251,7 @@ class Scoring:
     def submit(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Queue a monitor-mode job, stored as pending work; a full queue records `skipped`
         (overloaded). With an external scorer the store is the queue: never full."""
-        texts = self._judged_texts(request, texts)
+        request, texts = self._judged(request, texts)
         outcome = Outcome(request.run_id, "pending")
         work = work_for(request, texts)
         if self.external:

@@ -197,7 +197,7 @@ def serve_app(options: ServeOptions) -> Starlette:
 
 def app_from_environment() -> Starlette:
     """A uvicorn factory for running uvicorn yourself:
-    `uvicorn gateway.app:app_from_environment --factory`.
+    `uvicorn gateway.server.app:app_from_environment --factory`.
 
     Settings come from the YAML file named by `$BIAS_GATEWAY_CONFIG`, else from the
     environment variables alone; `$BIAS_GATEWAY_LOG_LEVEL` sets the log level (INFO).

@@ -361,7 +361,7 @@ def test_the_global_provider_is_installed_only_when_spans_are_exported(
     code = (
         "from opentelemetry import trace\n"
         "from gateway.config import TelemetrySettings\n"
-        "from gateway.telemetry import Telemetry\n"
+        "from gateway.observability.traces import Telemetry\n"
         f"telemetry = Telemetry.from_settings(TelemetrySettings(exporter={exporter!r}), env={{}})\n"
         "telemetry.install_global()\n"
         "print(trace.get_tracer_provider() is telemetry.tracer_provider)\n"
