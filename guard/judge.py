@@ -26,7 +26,7 @@ import httpx
 from opentelemetry import trace
 
 from guard.errors import JudgeTimeout, JudgeUnavailable
-from guard.limits import JudgeLimiter, estimate_tokens, rate_limit_delay
+from guard.limits import JudgeLimiter, estimate_tokens
 from guard.wire import (
     FormatRejected,
     JudgeReply,
@@ -34,9 +34,9 @@ from guard.wire import (
     OutputSchema,
     RetryableFailure,
     StructuredMode,
-    Usage,
     check_status,
     openai_request,
+    rate_limit_delay,
     read_completion,
     response_format,
     weaker,
@@ -44,20 +44,10 @@ from guard.wire import (
 
 __all__ = [
     "BaseJudge",
-    "FormatRejected",
     "Judge",
-    "JudgeReply",
     "LiteLLMJudge",
-    "Message",
     "OpenAIJudge",
-    "OutputSchema",
-    "RetryableFailure",
-    "StructuredMode",
-    "Usage",
-    "check_status",
     "import_litellm",
-    "openai_request",
-    "read_completion",
     "resolve_judge",
 ]
 
@@ -81,17 +71,44 @@ class Judge(Protocol):
 class BaseJudge:
     """Structured-output fallback, retries with backoff, rate limits, and the client span.
 
-    Subclasses implement `send_once` for their transport: send one
-    chat-completion request and return its `JudgeReply`, raising
-    `FormatRejected`, `RetryableFailure`, `JudgeTimeout` or `JudgeUnavailable`.
-    `openai_request`, `check_status` and `read_completion` do the
-    OpenAI-compatible parts.
+    The extension point for a judge over another transport: subclass it and
+    implement `send_once`, which sends one chat-completion request and returns
+    its `JudgeReply`, raising `FormatRejected`, `RetryableFailure`,
+    `JudgeTimeout` or `JudgeUnavailable`. `guard.wire` does the
+    OpenAI-compatible parts:
 
-    Every call goes through `limiter` (see `guard.limits`). A 429 pauses the
-    whole client and is retried, not counted against `max_retries`: the call
-    waits until its deadline (`guard.limits.deadline`) or, without one, for up
-    to `rate_limit_wait` seconds of 429s, then gives up. Other retryable
-    failures (5xx, refused connections) are retried `max_retries` times.
+        from guard import BaseJudge, JudgeReply, RetryableFailure, StructuredMode
+        from guard.wire import check_status, openai_request, rate_limit_delay, read_completion
+
+        class MyJudge(BaseJudge):
+            def __init__(self, client: MyClient, url: str, model: str) -> None:
+                super().__init__(
+                    model, timeout=30.0, max_retries=2, backoff=0.5,
+                    structured=StructuredMode.JSON_SCHEMA, temperature=0.0,
+                )
+                self.client, self.url = client, url
+
+            async def send_once(self, messages, response_format) -> JudgeReply:
+                body, headers = openai_request(
+                    self.model, messages, response_format, self.temperature, api_key=None
+                )
+                try:
+                    response = await self.client.post(self.url, body, headers)
+                except ConnectionError as exc:
+                    raise RetryableFailure(f"judge unreachable: {exc}", None, None) from exc
+                check_status(
+                    response.status, response.text, response_format,
+                    rate_limit_delay(response.headers),
+                )
+                return read_completion(response.text)
+
+    `complete()` (the `Judge` protocol) then adds the rest. Every call goes
+    through `limiter` (see `guard.limits`). A 429 pauses the whole client and
+    is retried, not counted against `max_retries`: the call waits until its
+    deadline (`guard.limits.deadline`) or, without one, for up to
+    `rate_limit_wait` seconds of 429s, then gives up. Other retryable failures
+    (5xx, refused connections) are retried `max_retries` times, `backoff`
+    seconds apart, doubling.
     """
 
     provider = "openai"
@@ -192,6 +209,10 @@ class BaseJudge:
     async def send_once(
         self, messages: Sequence[Message], response_format: dict[str, Any] | None
     ) -> JudgeReply:
+        """Send one request: the hook subclasses implement (see the class docstring).
+
+        `response_format` is the field to send as is (None: send none).
+        """
         raise NotImplementedError
 
     async def aclose(self) -> None:

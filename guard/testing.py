@@ -11,7 +11,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from guard.judge import JudgeReply, Message, OutputSchema, Usage
+from guard.wire import JudgeReply, Message, OutputSchema, Usage
 
 __all__ = ["FunctionJudge", "scripted_bias_judge"]
 

@@ -43,7 +43,7 @@ from guard.bias.prompts import (
 )
 from guard.bias.score import bias_score, is_biased
 from guard.errors import JudgeError
-from guard.judge import Judge, Message, Usage, resolve_judge
+from guard.judge import Judge, resolve_judge
 from guard.outputs import assistant_text
 from guard.parsing import unwrap_reason
 from guard.result import (
@@ -55,6 +55,7 @@ from guard.result import (
     Verdict,
 )
 from guard.structured import ask_json
+from guard.wire import Message, Usage
 
 __all__ = [
     "PIPELINES",
