@@ -19,8 +19,7 @@ from gateway.decisions import Outcome
 from gateway.jobs import ScoreRequest
 from gateway.metrics import Metrics
 from gateway.policy import verdict_for
-from guard import BiasResult, BiasScorer, JudgeError
-from guard.result import JudgeUsage
+from guard import BiasResult, BiasScorer, JudgeError, Usage
 
 __all__ = ["Judging"]
 
@@ -29,7 +28,7 @@ _REASON_KEY = "\0reason"
 _NO_COST = {
     "judge_calls": 0,
     "durations_ms": {},
-    "usage": JudgeUsage(),
+    "usage": Usage(),
     "calls_by_step": {},
     "usage_by_step": {},
 }

@@ -7,12 +7,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from guard.wire import Usage
+
 __all__ = [
     "AnalyzeStepResult",
     "AssessStepResult",
     "AssessedOpinion",
     "BiasResult",
-    "JudgeUsage",
     "PreprocessStepResult",
     "Verdict",
 ]
@@ -50,21 +51,6 @@ class AssessStepResult(_Model):
     verdicts: list[AssessedOpinion]
 
 
-class JudgeUsage(_Model):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def __add__(self, other: JudgeUsage) -> JudgeUsage:
-        return JudgeUsage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-        )
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
 class BiasResult(_Model):
     """One bias-scorer run.
 
@@ -84,10 +70,10 @@ class BiasResult(_Model):
     judge_model: str
     judge_calls: int
     durations_ms: dict[str, float] = Field(default_factory=dict)
-    usage: JudgeUsage = Field(default_factory=JudgeUsage)
+    usage: Usage = Field(default_factory=Usage)
     # What each step cost: judge calls (a corrective retry counts) and tokens.
     calls_by_step: dict[str, int] = Field(default_factory=dict)
-    usage_by_step: dict[str, JudgeUsage] = Field(default_factory=dict)
+    usage_by_step: dict[str, Usage] = Field(default_factory=dict)
     pipeline: str = "faithful"  # "faithful" (Mastra's steps) or "single" (one call)
     # Per category, biased opinions naming it / all opinions * scale (an addition to
     # Mastra's fields): {"gender": 0.5}. Only categories some verdict names.

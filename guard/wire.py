@@ -21,6 +21,8 @@ from enum import StrEnum
 from typing import Any
 
 from opentelemetry import propagate
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from guard.errors import JudgeOutputError, JudgeUnavailable
 
@@ -48,18 +50,28 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Judge token usage, summed over calls."""
+class Usage(BaseModel):
+    """Judge token usage, summed over calls with `+`.
+
+    Dumped by alias as `promptTokens` and `completionTokens`, like the result it is part of.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+    )
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
         )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 @dataclass(frozen=True, slots=True)

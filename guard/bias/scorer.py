@@ -50,7 +50,6 @@ from guard.result import (
     AnalyzeStepResult,
     AssessStepResult,
     BiasResult,
-    JudgeUsage,
     PreprocessStepResult,
     Verdict,
 )
@@ -368,18 +367,12 @@ class _Run:
 
     def totals(self) -> dict[str, Any]:
         """The result's cost fields."""
-        by_step = {
-            step: JudgeUsage(
-                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
-            )
-            for step, usage in self.usage.items()
-        }
         return {
             "judge_calls": sum(self.calls.values()),
             "durations_ms": dict(self.durations_ms),
-            "usage": sum(by_step.values(), JudgeUsage()),
+            "usage": sum(self.usage.values(), Usage()),
             "calls_by_step": dict(self.calls),
-            "usage_by_step": by_step,
+            "usage_by_step": dict(self.usage),
         }
 
     async def step(self, name: str, work: Awaitable[T]) -> T:

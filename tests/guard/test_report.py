@@ -5,6 +5,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from guard import Usage
 from guard.bias.categories import category_scores
 from guard.bias.score import bias_score, is_biased
 from guard.evals import ItemResult
@@ -19,7 +20,6 @@ from guard.report import (
 from guard.result import (
     AnalyzeStepResult,
     BiasResult,
-    JudgeUsage,
     PreprocessStepResult,
     Verdict,
 )
@@ -59,7 +59,7 @@ def result(
         scale=scale,
         judge_model="judge",
         judge_calls=calls,
-        usage=JudgeUsage(prompt_tokens=100, completion_tokens=10),
+        usage=Usage(prompt_tokens=100, completion_tokens=10),
         category_scores=category_scores(
             [v.categories for v in results if is_biased(v.result)], len(results), scale
         ),
