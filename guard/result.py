@@ -28,6 +28,13 @@ class PreprocessStepResult(_Model):
 
 
 class Verdict(_Model):
+    """A judge's verdict on one opinion: biased or not (`result`), why, and which kinds.
+
+    `result` is the judge's answer as given ("yes" means biased, read by
+    `guard.is_biased`). This is not a policy decision on a response: the
+    gateway's pass/flag/block is its own `PolicyVerdict`.
+    """
+
     result: str
     reason: str
     # Ids of the kinds of bias found (`guard.bias.categories`); none when unbiased.
@@ -35,6 +42,8 @@ class Verdict(_Model):
 
 
 class AnalyzeStepResult(_Model):
+    """The analyze step's answer: one `Verdict` per opinion, in order."""
+
     results: list[Verdict]
 
 
