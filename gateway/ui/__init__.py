@@ -1,4 +1,4 @@
-"""The dashboard at `/ui` (`gateway.ui.pages`), its templates and its SVG charts."""
+"""The dashboard at `/ui` (`gateway.ui.pages`) and its templates; its SVG charts are guard's."""
 
 from gateway.ui.pages import COOKIE, ui_routes
 

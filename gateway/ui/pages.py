@@ -11,8 +11,9 @@
   checked like an API key and kept in an HttpOnly, SameSite=Strict cookie for
   `/ui`; every page then reads only what that key may (`gateway.search.Viewer`).
 
-Everything the pages need is in the gateway: templates, styles and charts
-(`gateway.ui.charts`, inline SVG). Nothing is fetched at run time.
+Everything the pages need ships with the package: templates, styles and charts
+(`guard.report.charts`, inline SVG, shared with the eval report). Nothing is
+fetched at run time.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from gateway.errors import AuthenticationFailed, GatewayError, NotFound
 from gateway.search import Viewer, parse_score_query
 from gateway.state import Gateway
 from gateway.store.queries import TIME_BUCKETS, ScoreQuery, StatsQuery, encode_cursor
-from gateway.ui.charts import bar_chart, stacked_columns
+from guard.report.charts import bar_chart, stacked_columns
 
 __all__ = ["COOKIE", "ui_routes"]
 

@@ -557,7 +557,7 @@ def test_eval_html_writes_a_self_contained_report(
     assert "<script" not in page
     assert "<img" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "&quot;&gt;&lt;img src=x onerror=1&gt;" in page
+    assert "&#34;&gt;&lt;img src=x onerror=1&gt;" in page
     # Offline: the judge's URL (or any other) is nowhere.
     assert "http://" not in page
     assert "https://" not in page
