@@ -14,8 +14,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 import guard
-from guard import cli
-from guard.cli import main
+from guard.cli import display, evaluate, main
 from tests.support.fake_openai import FakeOpenAI, Fault
 
 PROMPT_KEYS = ("preprocessPrompt", "analyzePrompt", "generateReasonPrompt")
@@ -246,7 +245,7 @@ def test_eval_progress_shows_rate_and_eta(
 def test_progress_rate_and_eta_follow_the_clock() -> None:
     now = [0.0]
     console = Console(file=io.StringIO(), width=120, color_system=None)
-    progress = cli._progress(console, get_time=lambda: now[0])
+    progress = display.progress(console, get_time=lambda: now[0])
     task = progress.add_task("scoring", total=10)
 
     def shown() -> str:
@@ -616,13 +615,13 @@ def test_eval_html_that_cannot_be_written_exits_2(
     def denied(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    real = cli._write_html
+    real = evaluate.write_html
 
     def write_html(path: Path, page: str) -> None:
         monkeypatch.setattr(Path, "open", denied)  # only once scoring is done
         real(path, page)
 
-    monkeypatch.setattr(cli, "_write_html", write_html)
+    monkeypatch.setattr(evaluate, "write_html", write_html)
     assert main(["eval", str(data), *judge_args(fake_openai), "--html", str(report)]) == 2
     assert f"bias-guard: error: --html {report}: Permission denied" in capsys.readouterr().err
 
