@@ -1,6 +1,7 @@
 """`LiteLLMJudge`: a judge named by a litellm `provider/model` string.
 
-litellm is imported only when the first call is made.
+litellm is imported only when the first call is made; it is an extra
+(`pip install 'bias-gateway[litellm]'`), which the gateway's extra includes.
 """
 
 from __future__ import annotations
@@ -59,7 +60,15 @@ class LiteLLMJudge(BaseJudge):
     async def send_once(
         self, messages: Sequence[Message], response_format: dict[str, Any] | None
     ) -> JudgeReply:
-        litellm = import_litellm()
+        try:
+            litellm = import_litellm()
+        except ModuleNotFoundError as exc:
+            if exc.name != "litellm":
+                raise
+            raise JudgeUnavailable(
+                f"judge {self.model} needs litellm, which is not installed: "
+                "pip install 'bias-gateway[litellm]'"
+            ) from exc
         kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         kwargs.update(timeout=self.timeout, num_retries=0, max_retries=0)
         if self.temperature is not None:
