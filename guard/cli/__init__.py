@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 
 from guard.cli import evaluate, score
-from guard.cli.options import CLIError, parser
-from guard.errors import GuardError, JudgeError
+from guard.cli.options import NO_KEY, CLIError, api_key, parser
+from guard.errors import GuardError, JudgeError, JudgeTimeout, JudgeUnavailable
 
 __all__ = ["main"]
 
@@ -28,7 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bias-guard: error: {exc}", file=sys.stderr)
         return 2
     except JudgeError as exc:
-        print(f"bias-guard: judge error: {exc}", file=sys.stderr)
+        keyless = isinstance(exc, JudgeUnavailable | JudgeTimeout) and api_key(args) is None
+        hint = f" ({NO_KEY})" if keyless else ""
+        print(f"bias-guard: judge error: {exc}{hint}", file=sys.stderr)
         return 1
     except GuardError as exc:
         print(f"bias-guard: error: {exc}", file=sys.stderr)

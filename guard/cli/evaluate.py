@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     failed, total = report["summary"]["failedItems"], report["summary"]["totalItems"]
     if total and failed == total:
         first = report["errors"][0]["error"] if report["errors"] else "unknown"
-        print(f"bias-guard: error: every item failed; first error: {first}", file=sys.stderr)
+        hint = f" ({options.NO_KEY})" if options.api_key(args) is None else ""
+        print(f"bias-guard: error: every item failed; first error: {first}{hint}", file=sys.stderr)
         return 1
     return 0
 

@@ -9,7 +9,11 @@ from pathlib import Path
 
 from guard.bias.scorer import PIPELINES, BiasScorer, create_bias_scorer
 
-__all__ = ["CLIError", "parser", "scorer"]
+__all__ = ["NO_KEY", "CLIError", "api_key", "parser", "scorer"]
+
+# Added to a failed judge call's error when no key was given: a hosted judge refuses
+# such calls, and without a network the failure does not say why it was keyless.
+NO_KEY = "no API key was set: pass --api-key, or set $BIAS_JUDGE_API_KEY or $OPENAI_API_KEY"
 
 
 class CLIError(Exception):
@@ -74,19 +78,27 @@ def scorer(args: argparse.Namespace) -> BiasScorer:
     """The bias scorer the judge options describe."""
     if args.scale <= 0:
         raise CLIError(f"--scale must be > 0, got {args.scale:g}")
-    api_key = (
-        args.api_key or os.environ.get("BIAS_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    )
     return create_bias_scorer(
         args.model,
         base_url=args.base_url,
-        api_key=api_key,
+        api_key=api_key(args),
         scale=args.scale,
         reason="off" if args.no_reason else "inline",
         pipeline=args.pipeline,
         timeout=args.timeout,
         max_retries=args.max_retries,
     )
+
+
+def api_key(args: argparse.Namespace) -> str | None:
+    """The judge's key: --api-key, else $BIAS_JUDGE_API_KEY, else $OPENAI_API_KEY, else none.
+
+    None is allowed: a local server may need no key.
+    """
+    key: str | None = (
+        args.api_key or os.environ.get("BIAS_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    )
+    return key or None
 
 
 def _version() -> str:
