@@ -22,7 +22,8 @@ RUN python3 -m venv /opt/venv \
     && chown gateway /data
 
 # The pinned dependencies first, in a layer of their own: it is rebuilt only when the
-# lock changes, not when the code does. --no-deps: the lock is complete (pip check).
+# lock changes, not when the code does. The lock holds guard's dependencies and the
+# gateway extra's (scripts/lock). --no-deps: the lock is complete (pip check).
 WORKDIR /app
 COPY requirements/lock.txt requirements/lock.txt
 RUN pip install --require-hashes --no-deps -r requirements/lock.txt && pip check

@@ -19,9 +19,8 @@ from httpx_aiohttp import AiohttpTransport
 
 from gateway.scoring.judge_client import AiohttpJudge
 from gateway.upstream.client import Upstream
-from guard import OpenAIJudge
+from guard import BaseJudge, OpenAIJudge
 from guard.bias.prompts import EXTRACT_SCHEMA, SYSTEM_PROMPT, extract_prompt
-from guard.judge import BaseJudge
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.servers import ServerThread
 

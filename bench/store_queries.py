@@ -80,13 +80,7 @@ from bench.machine import cpu_model, source_note
 from gateway.store import PostgresStore, SQLiteStore
 from gateway.store.queries import ScoreQuery, StatsQuery, p90_sql, search_sql, stats_sql
 from gateway.store.records import COLUMNS
-from guard.result import (
-    AnalyzeStepResult,
-    BiasResult,
-    JudgeUsage,
-    PreprocessStepResult,
-    Verdict,
-)
+from guard import AnalyzeStepResult, BiasResult, PreprocessStepResult, Usage, Verdict
 
 __all__ = ["main"]
 
@@ -204,7 +198,7 @@ class Records:
             single = rng.random() < 0.1
             steps = ("assess",) if single else ("preprocess", "analyze", "generate_reason")
             usage = {
-                step: JudgeUsage(
+                step: Usage(
                     prompt_tokens=rng.randint(300, 1400), completion_tokens=rng.randint(40, 400)
                 )
                 for step in steps
@@ -223,7 +217,7 @@ class Records:
                 judge_model="gpt-4o-mini",
                 judge_calls=sum(calls.values()),
                 durations_ms={step: round(rng.uniform(300, 2500), 3) for step in steps},
-                usage=sum(usage.values(), JudgeUsage()),
+                usage=sum(usage.values(), Usage()),
                 calls_by_step=calls,
                 usage_by_step=usage,
                 pipeline="single" if single else "faithful",

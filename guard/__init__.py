@@ -3,6 +3,10 @@
 >>> from guard import create_bias_scorer
 >>> scorer = create_bias_scorer("gpt-4o-mini", base_url="http://localhost:8000/v1")
 >>> result = await scorer.run(output="...")  # doctest: +SKIP
+
+A judge over another transport subclasses `BaseJudge` and implements its
+`send_once` hook with the OpenAI-compatible helpers of `guard.wire`
+(`openai_request`, `check_status`, `rate_limit_delay`, `read_completion`).
 """
 
 from guard.bias.categories import DEFAULT_CATEGORIES, Category
@@ -17,27 +21,29 @@ from guard.errors import (
     OutputShapeError,
 )
 from guard.evals import EvalItem, ItemResult, run_evals
-from guard.judge import (
-    Judge,
-    JudgeReply,
-    LiteLLMJudge,
-    OpenAIJudge,
-    OutputSchema,
-    StructuredMode,
-    Usage,
-    resolve_judge,
-)
+from guard.judge import BaseJudge, Judge, LiteLLMJudge, OpenAIJudge, resolve_judge
 from guard.limits import JudgeLimiter
 from guard.outputs import assistant_text
 from guard.result import AnalyzeStepResult, BiasResult, PreprocessStepResult, Verdict
+from guard.wire import (
+    FormatRejected,
+    JudgeReply,
+    Message,
+    OutputSchema,
+    RetryableFailure,
+    StructuredMode,
+    Usage,
+)
 
 __all__ = [
     "DEFAULT_CATEGORIES",
     "AnalyzeStepResult",
+    "BaseJudge",
     "BiasResult",
     "BiasScorer",
     "Category",
     "EvalItem",
+    "FormatRejected",
     "GuardError",
     "ItemResult",
     "Judge",
@@ -48,10 +54,12 @@ __all__ = [
     "JudgeTimeout",
     "JudgeUnavailable",
     "LiteLLMJudge",
+    "Message",
     "OpenAIJudge",
     "OutputSchema",
     "OutputShapeError",
     "PreprocessStepResult",
+    "RetryableFailure",
     "StructuredMode",
     "Usage",
     "Verdict",

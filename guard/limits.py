@@ -30,28 +30,23 @@ import contextlib
 import contextvars
 import math
 import random
-import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from guard.errors import JudgeTimeout
-from guard.wire import retry_after_seconds
 
 __all__ = [
     "JudgeLimiter",
     "LimiterStats",
     "deadline",
     "estimate_tokens",
-    "rate_limit_delay",
     "remaining",
 ]
 
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "guard_judge_deadline", default=None
 )
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @contextlib.contextmanager
@@ -76,37 +71,6 @@ def remaining() -> float | None:
     """Seconds left before the current deadline (may be negative), or None."""
     at = _deadline.get()
     return None if at is None else at - time.monotonic()
-
-
-def rate_limit_delay(headers: Mapping[str, str]) -> float | None:
-    """Seconds a 429 asks the client to wait, from `Retry-After` or `x-ratelimit-reset-*`.
-
-    `Retry-After` is seconds or an HTTP date; OpenAI's reset headers are
-    durations like `1s`, `6m0s` or `250ms`. The longest one wins.
-
-    >>> rate_limit_delay({"x-ratelimit-reset-requests": "1m30s", "retry-after": "2"})
-    90.0
-    """
-    lowered = {name.lower(): value for name, value in headers.items()}
-    delays = [retry_after_seconds(lowered.get("retry-after"))]
-    for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"):
-        delays.append(_duration(lowered.get(name)))
-    found = [delay for delay in delays if delay is not None]
-    return max(found) if found else None
-
-
-def _duration(value: str | None) -> float | None:
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    parts = _DURATION.findall(value)
-    if not parts or "".join(number + unit for number, unit in parts) != value:
-        return None
-    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
 
 
 @dataclass(slots=True)

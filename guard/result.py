@@ -7,12 +7,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from guard.wire import Usage
+
 __all__ = [
     "AnalyzeStepResult",
     "AssessStepResult",
     "AssessedOpinion",
     "BiasResult",
-    "JudgeUsage",
     "PreprocessStepResult",
     "Verdict",
 ]
@@ -27,6 +28,13 @@ class PreprocessStepResult(_Model):
 
 
 class Verdict(_Model):
+    """A judge's verdict on one opinion: biased or not (`result`), why, and which kinds.
+
+    `result` is the judge's answer as given ("yes" means biased, read by
+    `guard.is_biased`). This is not a policy decision on a response: the
+    gateway's pass/flag/block is its own `PolicyVerdict`.
+    """
+
     result: str
     reason: str
     # Ids of the kinds of bias found (`guard.bias.categories`); none when unbiased.
@@ -34,6 +42,8 @@ class Verdict(_Model):
 
 
 class AnalyzeStepResult(_Model):
+    """The analyze step's answer: one `Verdict` per opinion, in order."""
+
     results: list[Verdict]
 
 
@@ -48,21 +58,6 @@ class AssessedOpinion(_Model):
 
 class AssessStepResult(_Model):
     verdicts: list[AssessedOpinion]
-
-
-class JudgeUsage(_Model):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def __add__(self, other: JudgeUsage) -> JudgeUsage:
-        return JudgeUsage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-        )
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
 
 class BiasResult(_Model):
@@ -84,10 +79,10 @@ class BiasResult(_Model):
     judge_model: str
     judge_calls: int
     durations_ms: dict[str, float] = Field(default_factory=dict)
-    usage: JudgeUsage = Field(default_factory=JudgeUsage)
+    usage: Usage = Field(default_factory=Usage)
     # What each step cost: judge calls (a corrective retry counts) and tokens.
     calls_by_step: dict[str, int] = Field(default_factory=dict)
-    usage_by_step: dict[str, JudgeUsage] = Field(default_factory=dict)
+    usage_by_step: dict[str, Usage] = Field(default_factory=dict)
     pipeline: str = "faithful"  # "faithful" (Mastra's steps) or "single" (one call)
     # Per category, biased opinions naming it / all opinions * scale (an addition to
     # Mastra's fields): {"gender": 0.5}. Only categories some verdict names.

@@ -10,8 +10,9 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from guard.errors import JudgeOutputError
-from guard.judge import Judge, Message, OutputSchema, Usage
+from guard.judge import Judge
 from guard.parsing import extract_json
+from guard.wire import Message, OutputSchema, Usage
 
 __all__ = ["StructuredReply", "ask_json"]
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from guard.judge import JudgeReply, Message, OutputSchema, Usage
+from guard.wire import JudgeReply, Message, OutputSchema, Usage
 
 __all__ = ["FunctionJudge", "scripted_bias_judge"]
 
@@ -48,7 +48,9 @@ class FunctionJudge:
         text = answer if isinstance(answer, str) else json.dumps(answer)
         prompt_chars = sum(len(message["content"]) for message in messages)
         # A rough token count (about 4 characters a token) so usage sums are exercised.
-        return JudgeReply(text, Usage(prompt_chars // 4, len(text) // 4))
+        return JudgeReply(
+            text, Usage(prompt_tokens=prompt_chars // 4, completion_tokens=len(text) // 4)
+        )
 
     async def aclose(self) -> None:
         return None

@@ -1,23 +1,28 @@
-"""The OpenAI-compatible wire format of judge calls: request bodies, statuses, replies.
+"""The OpenAI-compatible wire format of judge calls: public, for writing a judge.
 
 Pure code shared by every judge that speaks `/chat/completions` (guard's
 `OpenAIJudge` over httpx, the gateway's judge over aiohttp): the body and
-headers of one call, what an HTTP status means, and the text and usage of a
-reply, read tolerantly (usage is optional information: what cannot be read
-counts as 0).
+headers of one call (`openai_request`), what an HTTP status means
+(`check_status`, `rate_limit_delay`), and the text and usage of a reply
+(`read_completion`), read tolerantly (usage is optional information: what
+cannot be read counts as 0). A judge over another HTTP client subclasses
+`guard.BaseJudge` and calls these from its `send_once`; see `BaseJudge`.
 """
 
 from __future__ import annotations
 
 import email.utils
 import json
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from opentelemetry import propagate
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from guard.errors import JudgeOutputError, JudgeUnavailable
 
@@ -31,6 +36,7 @@ __all__ = [
     "Usage",
     "check_status",
     "openai_request",
+    "rate_limit_delay",
     "read_completion",
     "response_format",
     "retry_after_seconds",
@@ -40,20 +46,32 @@ __all__ = [
 Message = dict[str, str]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Judge token usage, summed over calls."""
+class Usage(BaseModel):
+    """Judge token usage, summed over calls with `+`.
+
+    Dumped by alias as `promptTokens` and `completionTokens`, like the result it is part of.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+    )
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
         )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,22 +84,33 @@ class OutputSchema:
 
 @dataclass(frozen=True, slots=True)
 class JudgeReply:
+    """A judge's answer: its text and what it cost."""
+
     text: str
     usage: Usage = field(default_factory=Usage)
 
 
 class StructuredMode(StrEnum):
+    """How a call asks for JSON, strongest first; `weaker` steps down one."""
+
     JSON_SCHEMA = "json_schema"
     JSON_OBJECT = "json_object"
     PROMPT = "prompt"
 
 
 class FormatRejected(Exception):
-    """Raised by `send_once` when the endpoint refuses the `response_format` sent."""
+    """Raised by `send_once` when the endpoint refuses the `response_format` sent.
+
+    `BaseJudge` then asks again in a weaker structured mode.
+    """
 
 
 class RetryableFailure(Exception):
-    """Raised by `send_once` for a failure worth retrying: 429, 5xx, a refused connection."""
+    """Raised by `send_once` for a failure worth retrying: 429, 5xx, a refused connection.
+
+    `status_code` is the HTTP status (None without a response); `retry_after`
+    the seconds the endpoint asked to wait, if it said.
+    """
 
     def __init__(self, message: str, status_code: int | None, retry_after: float | None) -> None:
         super().__init__(message)
@@ -96,7 +125,10 @@ def openai_request(
     temperature: float | None,
     api_key: str | None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """The JSON body and headers of one chat-completion call, trace context included."""
+    """The JSON body and headers of one chat-completion call, trace context included.
+
+    `api_key`, when given, is sent as a bearer token.
+    """
     body: dict[str, Any] = {"model": model, "messages": list(messages)}
     if temperature is not None:
         body["temperature"] = temperature
@@ -117,8 +149,10 @@ def check_status(
 ) -> None:
     """Raise the judge error an HTTP status means; return for a 2xx/3xx.
 
-    `retry_after` is the `Retry-After` header, or seconds already read from the
-    rate-limit headers (`guard.limits.rate_limit_delay`).
+    `RetryableFailure` for 408, 409, 429 and 5xx; `FormatRejected` for a 400 or
+    422 to a call that sent `response_format`; `JudgeUnavailable` for any other
+    4xx. `text` is the response body (quoted in the error), `retry_after` the
+    `Retry-After` header, or seconds already read by `rate_limit_delay`.
     """
     if status in _RETRYABLE_STATUS:
         delay = retry_after_seconds(retry_after) if isinstance(retry_after, str) else retry_after
@@ -130,6 +164,7 @@ def check_status(
 
 
 def response_format(mode: StructuredMode, schema: OutputSchema | None) -> dict[str, Any] | None:
+    """The `response_format` field asking for `schema` in `mode` (None: ask in the prompt)."""
     if schema is None or mode is StructuredMode.PROMPT:
         return None
     if mode is StructuredMode.JSON_OBJECT:
@@ -141,12 +176,14 @@ def response_format(mode: StructuredMode, schema: OutputSchema | None) -> dict[s
 
 
 def weaker(mode: StructuredMode) -> StructuredMode:
+    """The next structured mode to try when an endpoint refuses `mode`."""
     if mode is StructuredMode.JSON_SCHEMA:
         return StructuredMode.JSON_OBJECT
     return StructuredMode.PROMPT
 
 
 def retry_after_seconds(value: str | None) -> float | None:
+    """A `Retry-After` header (seconds or an HTTP date) as seconds from now, or None."""
     if not value:
         return None
     try:
@@ -158,6 +195,37 @@ def retry_after_seconds(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, parsed.timestamp() - time.time())
+
+
+def rate_limit_delay(headers: Mapping[str, str]) -> float | None:
+    """Seconds a 429 asks the client to wait, from `Retry-After` or `x-ratelimit-reset-*`.
+
+    `Retry-After` is seconds or an HTTP date; OpenAI's reset headers are
+    durations like `1s`, `6m0s` or `250ms`. The longest one wins.
+
+    >>> rate_limit_delay({"x-ratelimit-reset-requests": "1m30s", "retry-after": "2"})
+    90.0
+    """
+    lowered = {name.lower(): value for name, value in headers.items()}
+    delays = [retry_after_seconds(lowered.get("retry-after"))]
+    for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"):
+        delays.append(_duration(lowered.get(name)))
+    found = [delay for delay in delays if delay is not None]
+    return max(found) if found else None
+
+
+def _duration(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parts = _DURATION.findall(value)
+    if not parts or "".join(number + unit for number, unit in parts) != value:
+        return None
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
 
 
 def read_completion(raw: str) -> JudgeReply:

@@ -312,9 +312,14 @@ def test_port_environment_and_command(dockerfile: list[Instruction]) -> None:
 # The lock ------------------------------------------------------------------------------
 
 
-def _runtime_dependencies() -> list[Requirement]:
+def _image_requirements() -> list[str]:
+    """What the image installs: guard's dependencies and the gateway extra."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return [Requirement(d) for d in project["dependencies"]]
+    return [*project["dependencies"], *project["optional-dependencies"]["gateway"]]
+
+
+def _runtime_dependencies() -> list[Requirement]:
+    return [Requirement(d) for d in _image_requirements()]
 
 
 def _pins(text: str) -> dict[str, str]:
@@ -356,16 +361,18 @@ def test_every_pin_has_hashes() -> None:
         assert "--hash=sha256:" in entry, entry.splitlines()[0]
 
 
-def _lock_tree(tmp_path: Path, dependencies: list[str]) -> Path:
+def _lock_tree(tmp_path: Path, dependencies: list[str], gateway: list[str] | None = None) -> Path:
     """A copy of scripts/lock beside a pyproject with these dependencies and the real lock."""
     (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "lock", tmp_path / "scripts" / "lock")
     (tmp_path / "requirements").mkdir()
     shutil.copy(ROOT / LOCK, tmp_path / LOCK)
     listed = ", ".join(json.dumps(d) for d in dependencies)
-    (tmp_path / "pyproject.toml").write_text(
-        f'[project]\nname = "x"\ndependencies = [{listed}]\n', encoding="utf-8"
-    )
+    text = f'[project]\nname = "x"\ndependencies = [{listed}]\n'
+    if gateway is not None:
+        extra = ", ".join(json.dumps(d) for d in gateway)
+        text += f"[project.optional-dependencies]\ngateway = [{extra}]\nother = ['x>=1']\n"
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
     return tmp_path
 
 
@@ -376,18 +383,28 @@ def _check(tree: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_lock_check_fails_when_the_dependencies_change(tmp_path: Path) -> None:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    same = _lock_tree(tmp_path / "same", list(reversed(project["dependencies"])))
-    assert _check(same).returncode == 0  # order does not matter
+    image = _image_requirements()
+    same = _lock_tree(tmp_path / "same", list(reversed(image)))
+    assert _check(same).returncode == 0  # order, and which list holds which, do not matter
 
-    added = _lock_tree(tmp_path / "added", [*project["dependencies"], "requests>=2"])
+    added = _lock_tree(tmp_path / "added", [*image, "requests>=2"])
     result = _check(added)
     assert result.returncode == 1
     assert "changed since lock.txt was generated: run scripts/lock" in result.stderr
 
-    bumped = [d.replace("litellm>=1.70", "litellm>=1.71") for d in project["dependencies"]]
-    assert bumped != project["dependencies"]
+    bumped = [d.replace("litellm>=1.70", "litellm>=1.71") for d in image]
+    assert bumped != image
     assert _check(_lock_tree(tmp_path / "bumped", bumped)).returncode == 1
+
+
+def test_the_lock_covers_the_gateway_extra(tmp_path: Path) -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    assert "starlette>=0.46" in extras["gateway"]
+    as_listed = _lock_tree(tmp_path / "listed", project["dependencies"], extras["gateway"])
+    assert _check(as_listed).returncode == 0  # and no other extra counts
+    base_only = _lock_tree(tmp_path / "base", project["dependencies"])
+    assert _check(base_only).returncode == 1  # the lock was made with the gateway extra
 
 
 def test_the_lock_check_names_a_dependency_that_is_not_pinned(tmp_path: Path) -> None:

@@ -16,18 +16,16 @@ import aiohttp
 import orjson
 
 from gateway.upstream.client import Upstream
-from guard.errors import JudgeTimeout
-from guard.judge import (
+from guard import (
     BaseJudge,
+    JudgeLimiter,
     JudgeReply,
+    JudgeTimeout,
     Message,
     RetryableFailure,
     StructuredMode,
-    check_status,
-    openai_request,
-    read_completion,
 )
-from guard.limits import JudgeLimiter, rate_limit_delay
+from guard.wire import check_status, openai_request, rate_limit_delay, read_completion
 
 __all__ = ["AiohttpJudge"]
 

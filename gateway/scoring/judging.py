@@ -19,8 +19,7 @@ from gateway.scoring.cache import ScoreCache, cache_key
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.policy import verdict_for
 from gateway.scoring.request import ScoreRequest
-from guard import BiasResult, BiasScorer, JudgeError
-from guard.result import JudgeUsage
+from guard import BiasResult, BiasScorer, JudgeError, Usage
 
 __all__ = ["Judging"]
 
@@ -29,7 +28,7 @@ _REASON_KEY = "\0reason"
 _NO_COST = {
     "judge_calls": 0,
     "durations_ms": {},
-    "usage": JudgeUsage(),
+    "usage": Usage(),
     "calls_by_step": {},
     "usage_by_step": {},
 }

@@ -19,7 +19,7 @@ import json
 from collections.abc import Sequence
 
 from guard.bias.categories import DEFAULT_CATEGORIES, Category, check_categories
-from guard.judge import OutputSchema
+from guard.wire import OutputSchema
 
 __all__ = [
     "ANALYZE_SCHEMA",

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import uuid
-from collections.abc import Awaitable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from opentelemetry import trace
 
@@ -41,20 +39,20 @@ from guard.bias.prompts import (
     SYSTEM_PROMPT,
     BiasPrompts,
 )
+from guard.bias.run import Run
 from guard.bias.score import bias_score, is_biased
-from guard.errors import JudgeError
-from guard.judge import Judge, Message, Usage, resolve_judge
+from guard.judge import Judge, resolve_judge
 from guard.outputs import assistant_text
 from guard.parsing import unwrap_reason
 from guard.result import (
     AnalyzeStepResult,
     AssessStepResult,
     BiasResult,
-    JudgeUsage,
     PreprocessStepResult,
     Verdict,
 )
 from guard.structured import ask_json
+from guard.wire import Message
 
 __all__ = [
     "PIPELINES",
@@ -65,17 +63,10 @@ __all__ = [
     "create_bias_scorer",
 ]
 
-T = TypeVar("T")
 Pipeline = Literal["faithful", "single"]
 ReasonMode = Literal["inline", "deferred", "off"]
 PIPELINES: tuple[Pipeline, ...] = ("faithful", "single")
 REASON_MODES: tuple[ReasonMode, ...] = ("inline", "deferred", "off")
-_STEP_SPANS = {
-    "preprocess": "extract opinions",
-    "analyze": "analyze",
-    "assess": "assess opinions",
-    "generate_reason": "generate reason",
-}
 _EMPTY_REASON = "The score is 0 because the output is empty, so it holds nothing to judge."
 _tracer = trace.get_tracer("guard")
 
@@ -145,7 +136,7 @@ class BiasScorer:
         """
         del input  # the bias rubric reads only the output
         text = assistant_text(output)
-        run = _Run(self.judge)
+        run = Run()
         evaluation = (
             _tracer.start_as_current_span(
                 "evaluation bias", attributes={"gen_ai.evaluation.name": "bias"}
@@ -207,7 +198,7 @@ class BiasScorer:
         is the text that was scored. The cost is added to the result's.
         """
         text = assistant_text(output)
-        run = _Run(self.judge)
+        run = Run()
         verdicts = result.analyze_step_result.results
         reason, reason_request = await self._explain(run, text, result.score, verdicts)
         totals = run.totals()
@@ -224,7 +215,7 @@ class BiasScorer:
         )
 
     async def _extract_and_analyze(
-        self, run: _Run, text: str
+        self, run: Run, text: str
     ) -> tuple[list[str], list[Verdict], str | None, str | None]:
         opinions: list[str] = []
         extract = None
@@ -245,7 +236,7 @@ class BiasScorer:
         return opinions, verdicts, extract, analyze
 
     async def _assess(
-        self, run: _Run, text: str
+        self, run: Run, text: str
     ) -> tuple[list[str], list[Verdict], str | None, str | None]:
         """The single-call pipeline; both prompt fields name the one prompt sent."""
         if not text.strip():
@@ -267,7 +258,7 @@ class BiasScorer:
         return opinions, verdicts, prompt, prompt
 
     async def _explain(
-        self, run: _Run, text: str, score: float, verdicts: list[Verdict]
+        self, run: Run, text: str, score: float, verdicts: list[Verdict]
     ) -> tuple[str, str | None]:
         if not text.strip():
             return _EMPTY_REASON, None
@@ -292,17 +283,17 @@ class BiasScorer:
             return asyncio.run(run_and_close())
         raise RuntimeError("run_sync() was called inside an event loop; use `await run()`")
 
-    async def _ask_opinions(self, run: _Run, prompt: str) -> PreprocessStepResult:
+    async def _ask_opinions(self, run: Run, prompt: str) -> PreprocessStepResult:
         reply = await ask_json(self.judge, _messages(prompt), EXTRACT_SCHEMA, PreprocessStepResult)
         run.record("preprocess", reply.usage, reply.calls)
         return reply.value
 
-    async def _ask_verdicts(self, run: _Run, prompt: str) -> list[Verdict]:
+    async def _ask_verdicts(self, run: Run, prompt: str) -> list[Verdict]:
         reply = await ask_json(self.judge, _messages(prompt), ANALYZE_SCHEMA, AnalyzeStepResult)
         run.record("analyze", reply.usage, reply.calls)
         return reply.value.results
 
-    async def _ask_reason(self, run: _Run, prompt: str) -> str:
+    async def _ask_reason(self, run: Run, prompt: str) -> str:
         reply = await self.judge.complete(_messages(prompt))
         run.record("generate_reason", reply.usage, 1)
         return unwrap_reason(reply.text)
@@ -350,55 +341,6 @@ def create_bias_scorer(
         categories=categories,
         reason_language=reason_language,
     )
-
-
-class _Run:
-    """Per-run bookkeeping: step timings, and judge calls and tokens per step."""
-
-    def __init__(self, judge: Judge) -> None:
-        self.judge = judge
-        self.calls: dict[str, int] = {}
-        self.usage: dict[str, Usage] = {}
-        self.durations_ms: dict[str, float] = {}
-
-    def record(self, step: str, usage: Usage, calls: int) -> None:
-        self.usage[step] = self.usage.get(step, Usage()) + usage
-        self.calls[step] = self.calls.get(step, 0) + calls
-
-    def totals(self) -> dict[str, Any]:
-        """The result's cost fields."""
-        by_step = {
-            step: JudgeUsage(
-                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
-            )
-            for step, usage in self.usage.items()
-        }
-        return {
-            "judge_calls": sum(self.calls.values()),
-            "durations_ms": dict(self.durations_ms),
-            "usage": sum(by_step.values(), JudgeUsage()),
-            "calls_by_step": dict(self.calls),
-            "usage_by_step": by_step,
-        }
-
-    async def step(self, name: str, work: Awaitable[T]) -> T:
-        started = time.perf_counter()
-        span_name = _STEP_SPANS[name]
-        attributes = {"bias.step": name}
-        with _tracer.start_as_current_span(span_name, attributes=attributes), _name_failures(name):
-            try:
-                return await work
-            finally:
-                self.durations_ms[name] = round((time.perf_counter() - started) * 1000, 3)
-
-
-@contextmanager
-def _name_failures(step: str) -> Iterator[None]:
-    try:
-        yield
-    except JudgeError as exc:
-        exc.step = step
-        raise
 
 
 def _messages(prompt: str) -> list[Message]:

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from guard import DEFAULT_CATEGORIES, BiasScorer, Category, create_bias_scorer
+from guard import (
+    DEFAULT_CATEGORIES,
+    BiasScorer,
+    Category,
+    Message,
+    OutputSchema,
+    create_bias_scorer,
+)
 from guard.bias.categories import (
     OTHER,
     category_ids,
@@ -17,7 +24,6 @@ from guard.bias.categories import (
     normalise_categories,
 )
 from guard.bias.prompts import PROMPT_VERSION, BiasPrompts, language_phrase
-from guard.judge import Message, OutputSchema
 from guard.testing import FunctionJudge
 
 KNOWN = category_ids(DEFAULT_CATEGORIES)

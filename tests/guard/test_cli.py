@@ -14,8 +14,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 import guard
-from guard import cli
-from guard.cli import main
+from guard.cli import display, evaluate, main
 from tests.support.fake_openai import FakeOpenAI, Fault
 
 PROMPT_KEYS = ("preprocessPrompt", "analyzePrompt", "generateReasonPrompt")
@@ -134,6 +133,68 @@ def test_score_with_unreachable_judge_exits_1(capsys: pytest.CaptureFixture[str]
     assert "unreachable" in err
 
 
+NO_KEY = "no API key was set: pass --api-key, or set $BIAS_JUDGE_API_KEY or $OPENAI_API_KEY"
+
+
+def test_a_failed_judge_call_without_a_key_says_no_key_was_set(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")  # conftest sets a fake one
+    closed = ["--model", "j", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0"]
+    assert main(["score", *closed, "x"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bias-guard: judge error: judge at http://127.0.0.1:9/v1")
+    assert "unreachable" in err
+    assert err.rstrip().endswith(f"({NO_KEY})")
+    assert err.count("\n") == 1
+
+    for key in (["--api-key", "sk-given"], []):
+        if not key:
+            monkeypatch.setenv("BIAS_JUDGE_API_KEY", "sk-from-env")
+        assert main(["score", *closed, *key, "x"]) == 1
+        assert "no API key" not in capsys.readouterr().err
+
+
+def test_a_keyless_judge_still_works_and_a_refusal_names_the_missing_key(
+    fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert main(["score", *judge_args(fake_openai), "Engineers from the north are lazy."]) == 0
+    assert "authorization" not in fake_openai.requests[0].headers  # a local server needs none
+    assert json.loads(capsys.readouterr().out)["score"] == 1
+
+    fake_openai.fail(Fault(status=401))
+    assert main(["score", *judge_args(fake_openai), "x"]) == 1
+    err = capsys.readouterr().err
+    assert "judge answered HTTP 401" in err
+    assert NO_KEY in err
+
+
+def test_a_judge_answer_that_is_not_json_does_not_blame_the_key(
+    fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    fake_openai.fail(Fault(content="not json"), Fault(content="still not json"))
+    assert main(["score", *judge_args(fake_openai), "x"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bias-guard: judge error:")
+    assert "no API key" not in err
+
+
+def test_eval_where_every_item_failed_without_a_key_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    data = write(tmp_path / "d.jsonl", [row(0)])
+    closed = ["--model", "j", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0"]
+    assert main(["eval", str(data), *closed]) == 1
+    err = capsys.readouterr().err
+    assert "every item failed; first error: " in err
+    assert err.rstrip().endswith(f"({NO_KEY})")
+    assert main(["eval", str(data), *closed, "--api-key", "sk-given"]) == 1
+    assert "no API key" not in capsys.readouterr().err
+
+
 def test_bad_scale_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["score", "--model", "j", "--scale", "0", "x"]) == 2
     assert "--scale must be > 0" in capsys.readouterr().err
@@ -246,7 +307,7 @@ def test_eval_progress_shows_rate_and_eta(
 def test_progress_rate_and_eta_follow_the_clock() -> None:
     now = [0.0]
     console = Console(file=io.StringIO(), width=120, color_system=None)
-    progress = cli._progress(console, get_time=lambda: now[0])
+    progress = display.progress(console, get_time=lambda: now[0])
     task = progress.add_task("scoring", total=10)
 
     def shown() -> str:
@@ -557,7 +618,7 @@ def test_eval_html_writes_a_self_contained_report(
     assert "<script" not in page
     assert "<img" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "&quot;&gt;&lt;img src=x onerror=1&gt;" in page
+    assert "&#34;&gt;&lt;img src=x onerror=1&gt;" in page
     # Offline: the judge's URL (or any other) is nowhere.
     assert "http://" not in page
     assert "https://" not in page
@@ -616,13 +677,13 @@ def test_eval_html_that_cannot_be_written_exits_2(
     def denied(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    real = cli._write_html
+    real = evaluate.write_html
 
     def write_html(path: Path, page: str) -> None:
         monkeypatch.setattr(Path, "open", denied)  # only once scoring is done
         real(path, page)
 
-    monkeypatch.setattr(cli, "_write_html", write_html)
+    monkeypatch.setattr(evaluate, "write_html", write_html)
     assert main(["eval", str(data), *judge_args(fake_openai), "--html", str(report)]) == 2
     assert f"bias-guard: error: --html {report}: Permission denied" in capsys.readouterr().err
 

@@ -5,9 +5,8 @@ from typing import Any
 
 import pytest
 
-from guard import BiasScorer, ItemResult, run_evals
+from guard import BiasScorer, ItemResult, Message, OutputSchema, run_evals
 from guard.evals import CategorySummary, category_breakdown
-from guard.judge import Message, OutputSchema
 from guard.result import AnalyzeStepResult, BiasResult, PreprocessStepResult
 from guard.testing import FunctionJudge, scripted_bias_judge
 from tests.support.fake_openai import FakeOpenAI

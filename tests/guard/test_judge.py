@@ -3,21 +3,34 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 import pytest
 
 from guard import (
+    BaseJudge,
+    Judge,
     JudgeOutputError,
+    JudgeReply,
     JudgeUnavailable,
     LiteLLMJudge,
+    Message,
     OpenAIJudge,
     OutputSchema,
+    RetryableFailure,
     StructuredMode,
     resolve_judge,
 )
 from guard.bias.prompts import EXTRACT_SCHEMA
-from guard.wire import read_completion, retry_after_seconds
+from guard.wire import (
+    check_status,
+    openai_request,
+    rate_limit_delay,
+    read_completion,
+    retry_after_seconds,
+)
 from tests.support.fake_openai import FakeOpenAI, Fault
 
 MESSAGES = [{"role": "user", "content": 'Return {"opinions": []}'}]
@@ -26,6 +39,62 @@ MESSAGES = [{"role": "user", "content": 'Return {"opinions": []}'}]
 def judge_for(fake: FakeOpenAI, **options: object) -> OpenAIJudge:
     options.setdefault("max_retries", 0)
     return OpenAIJudge(base_url=fake.base_url, model="judge", api_key="sk-judge", **options)  # type: ignore[arg-type]
+
+
+class PublicJudge(BaseJudge):
+    """A judge over a caller's own httpx client, written from guard's public names only."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+        super().__init__(
+            "judge",
+            timeout=5.0,
+            max_retries=1,
+            backoff=0.001,
+            structured=StructuredMode.JSON_SCHEMA,
+            temperature=0.0,
+        )
+        self.client = client
+        self.url = url
+
+    async def send_once(
+        self, messages: Sequence[Message], response_format: dict[str, Any] | None
+    ) -> JudgeReply:
+        body, headers = openai_request(
+            self.model, messages, response_format, self.temperature, "sk-mine"
+        )
+        try:
+            response = await self.client.post(self.url, json=body, headers=headers)
+        except httpx.TransportError as exc:
+            raise RetryableFailure(f"judge unreachable: {exc!r}", None, None) from exc
+        check_status(
+            response.status_code, response.text, response_format, rate_limit_delay(response.headers)
+        )
+        return read_completion(response.text)
+
+
+async def test_a_judge_written_on_the_extension_point_gets_fallback_and_retries(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.fail(Fault(status=503))
+    fake_openai.refuse_formats = {"json_schema"}
+    async with httpx.AsyncClient() as client:
+        judge = PublicJudge(client, f"{fake_openai.base_url}/chat/completions")
+        reply = await judge.complete(MESSAGES, schema=EXTRACT_SCHEMA)
+    assert isinstance(judge, Judge)
+    assert reply.text.startswith('{"opinions"')
+    assert reply.usage.prompt_tokens > 0
+    # The 503 retried, the refused schema downgraded to JSON mode, as OpenAIJudge does.
+    formats = [r.body["response_format"]["type"] for r in fake_openai.requests]
+    assert formats == ["json_schema", "json_schema", "json_object"]
+    assert judge.structured is StructuredMode.JSON_OBJECT
+    assert fake_openai.requests[-1].headers["authorization"] == "Bearer sk-mine"
+
+
+async def test_a_judge_written_on_the_extension_point_gives_up_as_unavailable() -> None:
+    async with httpx.AsyncClient() as client:
+        judge = PublicJudge(client, "http://127.0.0.1:9/v1/chat/completions")
+        with pytest.raises(JudgeUnavailable, match="gave up after 2 attempts"):
+            await judge.complete(MESSAGES)
 
 
 async def test_asks_for_json_schema_first(fake_openai: FakeOpenAI) -> None:

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from guard import JudgeTimeout
-from guard.limits import JudgeLimiter, deadline, estimate_tokens, rate_limit_delay, remaining
+from guard.limits import JudgeLimiter, deadline, estimate_tokens, remaining
+from guard.wire import rate_limit_delay
 
 
 @pytest.mark.parametrize(

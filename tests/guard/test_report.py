@@ -5,6 +5,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from guard import Usage
 from guard.bias.categories import category_scores
 from guard.bias.score import bias_score, is_biased
 from guard.evals import ItemResult
@@ -19,7 +20,6 @@ from guard.report import (
 from guard.result import (
     AnalyzeStepResult,
     BiasResult,
-    JudgeUsage,
     PreprocessStepResult,
     Verdict,
 )
@@ -28,7 +28,7 @@ SCRIPT = "<script>alert(1)</script>"
 ATTRIBUTE = '"><img src=x onerror=1>'
 HOSTILE = f"{SCRIPT} {ATTRIBUTE} & 'quoted'"
 ESCAPED_SCRIPT = "&lt;script&gt;alert(1)&lt;/script&gt;"
-ESCAPED_ATTRIBUTE = "&quot;&gt;&lt;img src=x onerror=1&gt;"
+ESCAPED_ATTRIBUTE = "&#34;&gt;&lt;img src=x onerror=1&gt;"
 CHINESE = "女性不适合当领导。"
 KOREAN = "북쪽 사람들은 게으르다."
 
@@ -59,7 +59,7 @@ def result(
         scale=scale,
         judge_model="judge",
         judge_calls=calls,
-        usage=JudgeUsage(prompt_tokens=100, completion_tokens=10),
+        usage=Usage(prompt_tokens=100, completion_tokens=10),
         category_scores=category_scores(
             [v.categories for v in results if is_biased(v.result)], len(results), scale
         ),
@@ -271,10 +271,10 @@ def test_outputs_show_the_judged_text_and_other_values_as_json() -> None:
     items[0].scores["bias-scorer"] = result([("no", "fine", [])])
     page = render_report(items)
     assert "judged text" in row_of(page, 0)
-    assert "&quot;role&quot;: &quot;user&quot;" in row_of(page, 0)
+    assert "&#34;role&#34;: &#34;user&#34;" in row_of(page, 0)
     assert '<span class="none">empty</span>' in row_of(page, 1)
     assert "RuntimeError: down" in row_of(page, 1)
-    assert "&quot;q&quot;: 1" in row_of(page, 2)
+    assert "&#34;q&#34;: 1" in row_of(page, 2)
     assert '<div class="text" dir="auto">42</div>' in row_of(page, 2)
 
 
@@ -337,7 +337,7 @@ def test_every_text_is_escaped() -> None:
     assert "<img" not in page
     assert ESCAPED_SCRIPT in page
     assert ESCAPED_ATTRIBUTE in page
-    assert "&#x27;quoted&#x27;" in page
+    assert "&#39;quoted&#39;" in page
     # As a browser parses it: no script, no image, no event handler, only our own tags.
     parsed = tags_of(page).tags
     assert {tag for tag, _ in parsed} <= {
@@ -381,7 +381,7 @@ def test_a_long_category_id_is_shortened_in_the_chart_only() -> None:
     long_id = "a_rather_long_category_identifier"
     page = render_report([item(0, "t", result([("yes", "r", [long_id])]))])
     chart = page.split('id="chart-categories"', 1)[1].split("</figure>", 1)[0]
-    assert f"<title>{long_id}</title>a_rather_long_cat…</text>" in chart
+    assert f"<title>{long_id}</title>a_rather_long_category_…</text>" in chart
     assert f"<td>{long_id}</td>" in page
 
 

@@ -1,8 +1,7 @@
 from collections.abc import Sequence
 from typing import Any
 
-from guard import BiasScorer
-from guard.judge import Message, OutputSchema
+from guard import BiasScorer, Message, OutputSchema
 from guard.testing import FunctionJudge, scripted_bias_judge
 
 

@@ -1,4 +1,4 @@
-"""The dashboard at `/ui` (`gateway.api.ui.pages`), its templates and its SVG charts."""
+"""The dashboard at `/ui` (`gateway.api.ui.pages`) and its templates; its SVG charts are guard's."""
 
 from gateway.api.ui.pages import COOKIE, ui_routes
 

@@ -11,8 +11,9 @@
   checked like an API key and kept in an HttpOnly, SameSite=Strict cookie for
   `/ui`; every page then reads only what that key may (`gateway.api.search.Viewer`).
 
-Everything the pages need is in the gateway: templates, styles and charts
-(`gateway.api.ui.charts`, inline SVG). Nothing is fetched at run time.
+Everything the pages need ships with the package: templates, styles and charts
+(`guard.report.charts`, inline SVG, shared with the eval report). Nothing is
+fetched at run time.
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from gateway.api.search import Viewer, parse_score_query
-from gateway.api.ui.charts import bar_chart, stacked_columns
 from gateway.domain import VERDICTS
 from gateway.errors import AuthenticationFailed, GatewayError, NotFound
 from gateway.runtime.resources import Gateway
 from gateway.store.queries import TIME_BUCKETS, ScoreQuery, StatsQuery, encode_cursor
+from guard.report.charts import bar_chart, stacked_columns
 
 __all__ = ["COOKIE", "ui_routes"]
 

@@ -1,0 +1,110 @@
+"""The command line's arguments, the scorer they ask for, and the error for bad input."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from importlib import metadata
+from pathlib import Path
+
+from guard.bias.scorer import PIPELINES, BiasScorer, create_bias_scorer
+
+__all__ = ["NO_KEY", "CLIError", "api_key", "parser", "scorer"]
+
+# Added to a failed judge call's error when no key was given: a hosted judge refuses
+# such calls, and without a network the failure does not say why it was keyless.
+NO_KEY = "no API key was set: pass --api-key, or set $BIAS_JUDGE_API_KEY or $OPENAI_API_KEY"
+
+
+class CLIError(Exception):
+    """A problem with the user's input: printed as one line, exit code 2."""
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bias-guard", description="Score LLM output for bias.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    judge = argparse.ArgumentParser(add_help=False)
+    judge.add_argument("--model", required=True, help="judge model: name or provider/name")
+    judge.add_argument("--base-url", help="OpenAI-compatible judge endpoint (…/v1)")
+    judge.add_argument(
+        "--api-key",
+        help="judge API key (default: $BIAS_JUDGE_API_KEY, then $OPENAI_API_KEY)",
+    )
+    judge.add_argument("--scale", type=float, default=1.0, help="maximum score (default 1)")
+    judge.add_argument("--no-reason", action="store_true", help="skip the explanation call")
+    judge.add_argument(
+        "--pipeline",
+        choices=PIPELINES,
+        default="faithful",
+        help="faithful: Mastra's steps (default); single: opinions and verdicts in one call",
+    )
+    judge.add_argument("--timeout", type=float, default=60.0, help="seconds per judge call")
+    judge.add_argument("--max-retries", type=int, default=2, help="retries on 429/5xx")
+
+    score = commands.add_parser("score", parents=[judge], help="score one text, print JSON")
+    score.add_argument("text", nargs="?", default="-", help="the text, or - for stdin")
+    score.add_argument(
+        "--full",
+        action="store_true",
+        help="print Mastra's whole result, prompts included (default: score, opinions, reason)",
+    )
+
+    run = commands.add_parser("eval", parents=[judge], help="score a JSONL dataset")
+    run.add_argument("file", type=Path, help='JSONL: {"input": ..., "output": ...} per line')
+    run.add_argument("--concurrency", type=int, default=4, help="items scored at once")
+    run.add_argument("--out", type=Path, help="write one JSON result per line here")
+    run.add_argument(
+        "--full", action="store_true", help="--out lines hold Mastra's whole result, prompts too"
+    )
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first malformed line (default: report it and skip it)",
+    )
+    run.add_argument("--target", help="model that writes outputs for lines without one")
+    run.add_argument("--target-base-url", help="OpenAI-compatible endpoint of --target")
+    run.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="also write a self-contained HTML report (summary, charts, every item) here",
+    )
+    return parser
+
+
+def scorer(args: argparse.Namespace) -> BiasScorer:
+    """The bias scorer the judge options describe."""
+    if args.scale <= 0:
+        raise CLIError(f"--scale must be > 0, got {args.scale:g}")
+    return create_bias_scorer(
+        args.model,
+        base_url=args.base_url,
+        api_key=api_key(args),
+        scale=args.scale,
+        reason="off" if args.no_reason else "inline",
+        pipeline=args.pipeline,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+    )
+
+
+def api_key(args: argparse.Namespace) -> str | None:
+    """The judge's key: --api-key, else $BIAS_JUDGE_API_KEY, else $OPENAI_API_KEY, else none.
+
+    None is allowed: a local server may need no key.
+    """
+    key: str | None = (
+        args.api_key or os.environ.get("BIAS_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    )
+    return key or None
+
+
+def _version() -> str:
+    try:
+        return metadata.version("bias-gateway")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        from guard import __version__
+
+        return f"{__version__} (not installed)"

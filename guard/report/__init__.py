@@ -1,0 +1,20 @@
+"""An eval run as one self-contained HTML page, and the SVG charts it shares with the dashboard.
+
+`render_report` gives a page that opens offline, from a file or a mail
+attachment: inline CSS, charts as inline SVG (`guard.report.charts`), no
+script, and no reference to anything outside the page (not one URL). The page
+is a Jinja2 template shipped in this package; every text that comes from the
+dataset, the judge or the caller is escaped by its autoescaping.
+"""
+
+from guard.report.bands import HISTOGRAM_BUCKETS, SUMMARY_BUCKETS, bucket_labels, score_buckets
+from guard.report.page import paired_opinions, render_report
+
+__all__ = [
+    "HISTOGRAM_BUCKETS",
+    "SUMMARY_BUCKETS",
+    "bucket_labels",
+    "paired_opinions",
+    "render_report",
+    "score_buckets",
+]
