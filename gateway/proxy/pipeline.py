@@ -182,7 +182,8 @@ class _Call:
     async def run(self, admitted: bool) -> Response:
         overloaded = None if admitted else self._finish(self.gateway.scoring.overloaded(self.job))
         upstream = await self.upstream_call.send()
-        self.job = replace(self.job, chat_span=self.upstream_call.span_context)
+        if self.sampled:  # only a scored request's job is read again
+            self.job = replace(self.job, chat_span=self.upstream_call.span_context)
         skip = overloaded if overloaded is not None else self._skip_headers(upstream.status)
         if self.parsed.stream:
             return await self._stream(upstream, skip)
