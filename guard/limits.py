@@ -34,6 +34,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
+from guard.clock import SYSTEM_CLOCK, Clock
 from guard.errors import JudgeTimeout
 
 __all__ = [
@@ -84,13 +85,13 @@ class LimiterStats:
 class _Bucket:
     """A token bucket of `per_minute` tokens that refills continuously."""
 
-    def __init__(self, per_minute: float) -> None:
+    def __init__(self, per_minute: float, now: float) -> None:
         if per_minute <= 0:
             raise ValueError("a per-minute budget must be > 0")
         self.capacity = float(per_minute)
         self.rate = per_minute / 60.0
         self.tokens = self.capacity
-        self.updated = time.monotonic()
+        self.updated = now
 
     def _refill(self, now: float) -> None:
         self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
@@ -138,14 +139,18 @@ class JudgeLimiter:
         max_backoff: float = 30.0,
         on_rate_limited: Callable[[float], None] | None = None,
         on_wait: Callable[[float], None] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """`on_rate_limited(pause)` sees each 429, `on_wait(seconds)` each wait of a call."""
+        """`on_rate_limited(pause)` sees each 429, `on_wait(seconds)` each wait of a call;
+        pauses and budgets run on `clock`."""
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
         self.max_concurrency = max_concurrency
         self._slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-        self._requests = _Bucket(requests_per_minute) if requests_per_minute else None
-        self._tokens = _Bucket(tokens_per_minute) if tokens_per_minute else None
+        self.clock = clock
+        now = clock.monotonic()
+        self._requests = _Bucket(requests_per_minute, now) if requests_per_minute else None
+        self._tokens = _Bucket(tokens_per_minute, now) if tokens_per_minute else None
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._paused_until = 0.0
@@ -165,7 +170,7 @@ class JudgeLimiter:
         if delay is None:
             delay = min(self.max_backoff, self.backoff * 2 ** (self._strikes - 1))
             delay *= 0.5 + random.random()  # jitter, so paused calls do not return in step
-        until = time.monotonic() + delay
+        until = self.clock.monotonic() + delay
         self._paused_until = max(self._paused_until, until)
         if self.on_rate_limited is not None:
             self.on_rate_limited(delay)
@@ -177,14 +182,14 @@ class JudgeLimiter:
     @contextlib.asynccontextmanager
     async def call(self, estimated_tokens: int = 0) -> AsyncIterator[_Call]:
         """Wait until one more call may go (raising `JudgeTimeout` past the deadline)."""
-        started = time.monotonic()
+        started = self.clock.monotonic()
         acquired = False
         try:
             if self._slots is not None:
                 await self._wait(self._slots.acquire(), "a free judge slot")
                 acquired = True
             while True:
-                now = time.monotonic()
+                now = self.clock.monotonic()
                 wait = self._paused_until - now
                 if self._requests is not None:
                     wait = max(wait, self._requests.wait_for(1, now))
@@ -193,7 +198,7 @@ class JudgeLimiter:
                 if wait <= 0:
                     break
                 await self._sleep(wait)
-            now = time.monotonic()
+            now = self.clock.monotonic()
             if self._requests is not None:
                 self._requests.take(1, now)
             if self._tokens is not None:
@@ -220,7 +225,7 @@ class JudgeLimiter:
                 f"the judge is rate-limited for {seconds:.1f}s more, past the deadline"
                 f" ({max(left, 0):.1f}s left)"
             )
-        await asyncio.sleep(seconds)
+        await self.clock.sleep(seconds)
 
     async def _wait(self, waiting: Awaitable[bool], what: str) -> None:
         left = remaining()

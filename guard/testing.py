@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
@@ -13,7 +14,7 @@ from typing import Any
 
 from guard.wire import JudgeReply, Message, OutputSchema, Usage
 
-__all__ = ["FunctionJudge", "scripted_bias_judge"]
+__all__ = ["FakeClock", "FunctionJudge", "scripted_bias_judge"]
 
 JudgeFunction = Callable[
     [Sequence[Message], OutputSchema | None],
@@ -84,3 +85,26 @@ def scripted_bias_judge(
         return {"results": [{"result": result, "reason": why} for result, why in verdicts]}
 
     return FunctionJudge(answer, model=model)
+
+
+class FakeClock:
+    """A `guard.clock.Clock` for tests: `sleep` moves time on at once, and is recorded.
+
+    >>> clock = FakeClock()
+    >>> limiter = JudgeLimiter(clock=clock)  # doctest: +SKIP
+    """
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += max(0.0, seconds)
+        await asyncio.sleep(0)  # still a point where other tasks run
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -8,7 +8,6 @@ only the errors of `guard.errors`. A subclass sends one request.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -161,7 +160,7 @@ class BaseJudge:
                         call.settle(used)
             except RetryableFailure as exc:
                 if exc.status_code == 429:
-                    now = time.monotonic()
+                    now = limiter.clock.monotonic()
                     rate_limited_since = rate_limited_since or now
                     pause = limiter.rate_limited(exc.retry_after)
                     if now + pause - rate_limited_since > self.rate_limit_wait:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from guard import JudgeTimeout
 from guard.limits import JudgeLimiter, deadline, estimate_tokens, remaining
+from guard.testing import FakeClock
 from guard.wire import rate_limit_delay
 
 
@@ -45,13 +45,29 @@ async def test_slots_bound_calls_in_flight() -> None:
 
 
 async def test_a_429_pauses_every_call_of_the_client() -> None:
-    limiter = JudgeLimiter()
+    clock = FakeClock()
+    limiter = JudgeLimiter(clock=clock)
     assert limiter.rate_limited(0.3) == 0.3
-    started = time.monotonic()
+    started = clock.now
     async with limiter.call():
-        waited = time.monotonic() - started
-    assert waited >= 0.25
+        waited = clock.now - started
+    assert waited == pytest.approx(0.3)
     assert limiter.stats.rate_limited == 1
+    async with limiter.call():  # the pause is over: the next call goes at once
+        pass
+    assert clock.now - started == pytest.approx(0.3)
+
+
+async def test_a_request_budget_holds_the_next_call_until_it_refills() -> None:
+    clock = FakeClock()
+    limiter = JudgeLimiter(requests_per_minute=2, clock=clock)
+    for _ in range(2):
+        async with limiter.call():
+            pass
+    assert clock.sleeps == []
+    async with limiter.call():
+        pass
+    assert sum(clock.sleeps) == pytest.approx(30.0)  # two a minute: one every 30 s
 
 
 def test_backoff_without_a_delay_grows_with_each_429_in_a_row() -> None:
@@ -65,13 +81,13 @@ def test_backoff_without_a_delay_grows_with_each_429_in_a_row() -> None:
 
 
 async def test_a_pause_past_the_deadline_is_a_timeout_at_once() -> None:
-    limiter = JudgeLimiter()
+    clock = FakeClock()
+    limiter = JudgeLimiter(clock=clock)
     limiter.rate_limited(30)
-    started = time.monotonic()
     with deadline(0.5), pytest.raises(JudgeTimeout, match="rate-limited"):
         async with limiter.call():
             pass
-    assert time.monotonic() - started < 0.4
+    assert clock.sleeps == []  # it did not wait for the pause first
 
 
 async def test_a_request_budget_past_the_deadline_is_a_timeout() -> None:
