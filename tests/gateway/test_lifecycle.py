@@ -30,6 +30,7 @@ from tests.gateway.conftest import RunningGateway, settings_for
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
 from tests.support.servers import ServerThread
 from tests.support.subprocess_gateway import free_port, gateway_command, start_gateway
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -199,14 +200,12 @@ def work_rows(store: Path) -> dict[str, tuple[str, bool, str | None]]:
     return found
 
 
-def wait_until_all_scored(store: Path, run_ids: list[str], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
+def wait_until_all_scored(store: Path, run_ids: list[str]) -> None:
+    def all_scored() -> bool:
         rows = work_rows(store)
-        if all(rows.get(run_id, ("",))[0] == "scored" for run_id in run_ids):
-            return
-        assert time.monotonic() < deadline, f"not all scored: {rows}"
-        time.sleep(0.1)
+        return all(rows.get(run_id, ("",))[0] == "scored" for run_id in run_ids)
+
+    wait_for(all_scored, lambda: f"all to be scored: {work_rows(store)}", timeout=30)
 
 
 def post_monitored(url: str, count: int) -> list[str]:
@@ -274,10 +273,12 @@ def test_kill_9_with_pending_work_then_a_restart_scores_all_of_it(
         # The pending rows are committed a few milliseconds after the answer (the store
         # writes off the request path): the kill comes once they are, and before the
         # judge (two slots, ~1 s a scoring) can have scored more than a few.
-        deadline = time.monotonic() + 5
-        while len(work_rows(store)) < len(run_ids):
-            assert time.monotonic() < deadline, work_rows(store)
-            time.sleep(0.01)
+        wait_for(
+            lambda: len(work_rows(store)) == len(run_ids),
+            lambda: f"the pending rows: {work_rows(store)}",
+            timeout=5,
+            interval=0.01,
+        )
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
     finally:
@@ -653,12 +654,6 @@ def test_serve_sweeps_a_previous_runs_pending_rows_once_before_its_workers(
             found = db.execute("SELECT run_id, status, status_reason FROM scores").fetchall()
         return {run_id: (status, reason) for run_id, status, reason in found}
 
-    def wait_for(condition: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + 30
-        while not condition():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}: {lines}"
-            time.sleep(0.05)
-
     def started() -> int:
         return sum("Application startup complete." in line for line in lines)
 
@@ -667,14 +662,14 @@ def test_serve_sweeps_a_previous_runs_pending_rows_once_before_its_workers(
             "left-behind": ("dropped", "gateway_restarted"),
             "done": ("scored", None),
         }
-        wait_for(lambda: started() == 2, "two workers")
+        wait_for(lambda: started() == 2, lambda: f"two workers: {lines}", timeout=30)
         live = httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=10)
         run_id = live.headers["x-bias-run-id"]
-        wait_for(lambda: rows().get(run_id) == ("pending", None), "the live job's row")
+        wait_for(lambda: rows().get(run_id) == ("pending", None), "the live job's row", timeout=30)
         # A third worker starts (uvicorn's supervisor adds one on SIGTTIN) while the job
         # waits on its judge: had it swept the store, the job would now read dropped.
         process.send_signal(signal.SIGTTIN)
-        wait_for(lambda: started() == 3, "the third worker")
+        wait_for(lambda: started() == 3, lambda: f"the third worker: {lines}", timeout=30)
         assert rows()[run_id] == ("pending", None)
     finally:
         process.send_signal(signal.SIGTERM)

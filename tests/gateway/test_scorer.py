@@ -22,6 +22,7 @@ from tests.gateway.conftest import RunningGateway, policy, settings_for
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.servers import ServerThread
 from tests.support.telemetry import Captured
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[ChatCompletionMessageParam] = [
@@ -64,13 +65,6 @@ def monitored(gateway: RunningGateway, count: int) -> list[str]:
         assert raw.headers["x-bias-status"] == "pending"
         run_ids.append(raw.headers["x-bias-run-id"])
     return run_ids
-
-
-def wait_for(condition: Callable[[], bool], what: str, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def test_an_external_gateway_only_enqueues_and_a_scorer_scores(
