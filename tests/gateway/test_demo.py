@@ -369,6 +369,7 @@ def _stop(process: subprocess.Popen[str], signum: signal.Signals) -> int:
     return process.returncode
 
 
+@pytest.mark.slow
 def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path: Path) -> None:
     """Run `bias-gateway demo`, then what it prints, as a new user would (minus the shell)."""
     process, _, printed = _start_demo(tmp_path)
@@ -401,6 +402,7 @@ def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path
     assert list(tmp_path.iterdir()) == []  # nothing was created where it ran
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_demo_and_removes_its_temporary_store(tmp_path: Path) -> None:
     process, _, printed = _start_demo(tmp_path)
     try:
@@ -413,6 +415,7 @@ def test_sigterm_stops_the_demo_and_removes_its_temporary_store(tmp_path: Path) 
     assert returncode == 0  # a clean stop, as with Ctrl-C
 
 
+@pytest.mark.slow
 def test_sigterm_keeps_a_store_given_with_store(tmp_path: Path) -> None:
     kept = tmp_path / "kept.db"
     process, url, printed = _start_demo(tmp_path, "--store", str(kept))

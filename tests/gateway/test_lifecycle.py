@@ -215,6 +215,7 @@ def post_monitored(url: str, count: int) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_sigterm_past_the_drain_deadline_leaves_work_pending_and_a_restart_scores_it(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -260,6 +261,7 @@ def test_sigterm_past_the_drain_deadline_leaves_work_pending_and_a_restart_score
     assert not any(has_work for _, has_work, _ in work_rows(store).values())
 
 
+@pytest.mark.slow
 def test_kill_9_with_pending_work_then_a_restart_scores_all_of_it(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -302,6 +304,7 @@ def test_kill_9_with_pending_work_then_a_restart_scores_all_of_it(
     assert resumed, output
 
 
+@pytest.mark.slow
 def test_restart_marks_leftover_pending_as_dropped(tmp_path: Path) -> None:
     path = tmp_path / "scores.db"
 
@@ -334,6 +337,7 @@ def test_restart_marks_leftover_pending_as_dropped(tmp_path: Path) -> None:
     assert done.status == "scored"
 
 
+@pytest.mark.slow
 def test_bad_config_fails_at_startup_with_one_line(tmp_path: Path) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text("policies:\n  default:\n    mode: loud\n")
@@ -351,6 +355,7 @@ def test_bad_config_fails_at_startup_with_one_line(tmp_path: Path) -> None:
     assert "loud" in lines[0]
 
 
+@pytest.mark.slow
 def test_check_config_masks_secrets(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     config = write_config(
         tmp_path / "c.yaml", fake_openai, tmp_path / "s.db", api_keys="gateway-secret-key-1"
@@ -388,6 +393,7 @@ def cli(
     )
 
 
+@pytest.mark.slow
 def test_check_config_without_a_path_checks_the_environment(tmp_path: Path) -> None:
     env = {"BIAS_STORE_PATH": "data/scores.db", "GATEWAY_PORT": "9191"}
     completed = cli("check-config", env=env, cwd=tmp_path)
@@ -402,6 +408,7 @@ def test_check_config_without_a_path_checks_the_environment(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_check_config_names_the_file_and_shows_the_store_beside_it(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -413,6 +420,7 @@ def test_check_config_names_the_file_and_shows_the_store_beside_it(
     assert completed.stderr == f"bias-gateway: config OK: {tmp_path / 'conf' / 'g.yaml'}\n"
 
 
+@pytest.mark.slow
 def test_check_config_reports_every_missing_variable_at_once(tmp_path: Path) -> None:
     config = tmp_path / "g.yaml"
     config.write_text("upstream:\n  api_key: ${TEAM_A_KEY}\njudge:\n  api_key: ${TEAM_B_KEY}\n")
@@ -426,6 +434,7 @@ def test_check_config_reports_every_missing_variable_at_once(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.slow
 def test_check_config_names_the_variable_behind_a_bad_value() -> None:
     completed = cli("check-config", env={"BIAS_BLOCK_THRESHOLD": "abc"})
     assert completed.returncode == 2
@@ -436,6 +445,7 @@ def test_check_config_names_the_variable_behind_a_bad_value() -> None:
     )
 
 
+@pytest.mark.slow
 def test_serve_on_a_taken_port_fails_before_creating_the_store(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -456,6 +466,7 @@ def test_serve_on_a_taken_port_fails_before_creating_the_store(
     assert [path.name for path in tmp_path.iterdir()] == ["g.yaml"]
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_missing_store_folder_and_creates_nothing(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -474,6 +485,7 @@ def test_serve_refuses_a_missing_store_folder_and_creates_nothing(
     assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_serve_keeps_a_relative_store_beside_its_config(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -492,6 +504,7 @@ def test_serve_keeps_a_relative_store_beside_its_config(
     assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_starts_without_an_upstream_key_and_relays_upstream_errors(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -554,6 +567,7 @@ def workers_of(parent: int) -> list[psutil.Process]:
     return [child for child in children if "spawn_main" in " ".join(child.cmdline())]
 
 
+@pytest.mark.slow
 def test_serve_with_one_worker_takes_its_settings_from_the_config_file(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -582,6 +596,7 @@ def test_serve_with_one_worker_takes_its_settings_from_the_config_file(
     assert "bias-gateway variables: []" in output.splitlines()
 
 
+@pytest.mark.slow
 def test_serve_with_two_workers_hands_them_settings_not_variables(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -626,6 +641,7 @@ def test_serve_with_two_workers_hands_them_settings_not_variables(
     assert {line["level"] for line in logged} <= {"warning", "error"}
 
 
+@pytest.mark.slow
 def test_serve_sweeps_a_previous_runs_pending_rows_once_before_its_workers(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:

@@ -26,6 +26,8 @@ from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
 from tests.support.subprocess_gateway import start_gateway, start_scorer
 from tests.support.waiting import wait_for
 
+pytestmark = pytest.mark.slow  # every test here starts gateway or scorer processes
+
 MESSAGES: Any = [{"role": "user", "content": "hi"}]
 JUDGE_DELAY = 0.33  # three judge calls a scoring: about a second each
 LEASE_SECONDS = 3.0  # a dead scorer's work comes back this long after its last renewal

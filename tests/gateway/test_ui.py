@@ -61,6 +61,7 @@ def dashboard(make_gateway: MakeGateway, **overrides: Any) -> RunningGateway:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_dashboard_in_chromium(
     make_gateway: MakeGateway, fake_openai: FakeOpenAI, chromium: Any, tmp_path: Path
 ) -> None:
