@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from gateway.runtime.resources import Gateway
 from gateway.server.app import create_app
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
 from tests.support.servers import ServerThread
+from tests.support.waiting import wait_for
 
 
 @dataclass
@@ -57,17 +57,20 @@ class RunningGateway:
 
         With `reason`, also until a deferred explanation is no longer pending.
         """
-        deadline = time.monotonic() + timeout
+        path = f"/v1/bias/scores/{run_id}"
         with self.http(api_key) as http:
-            while True:
-                response = http.get(f"/v1/bias/scores/{run_id}")
+
+            def final() -> dict[str, Any] | None:
+                response = http.get(path)
                 body = response.json() if response.status_code == 200 else {}
-                final = body.get("status", "pending") != "pending"
-                if final and not (reason and body.get("reason_status") == "pending"):
+                done = body.get("status", "pending") != "pending"
+                if done and not (reason and body.get("reason_status") == "pending"):
                     return dict(body)
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"score {run_id} not final: {response.text}")
-                time.sleep(0.02)
+                return None
+
+            return wait_for(
+                final, lambda: f"score {run_id} to be final: {http.get(path).text}", timeout=timeout
+            )
 
 
 def settings_for(fake: FakeOpenAI, tmp_path: Path, **overrides: Any) -> Settings:

@@ -8,7 +8,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -35,8 +34,8 @@ from gateway.demo.server import ANSWERS, answer_for, demo_app, judge_answer
 from gateway.server.app import create_app
 from guard.bias.categories import DEFAULT_CATEGORIES, Category, category_ids
 from guard.bias.prompts import BiasPrompts
-from tests.gateway.test_scorer import wait_for  # one of several copies, until tests/support has one
-from tests.support.servers import ServerThread
+from tests.support.servers import ServerThread, free_port
+from tests.support.waiting import wait_for
 
 # -- the rules ------------------------------------------------------------------------
 
@@ -188,13 +187,15 @@ def test_monitor_scores_in_the_background_with_the_demo_judges_reasons(
 
 
 def _wait_final(url: str, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 10
-    while True:
+    def final() -> dict[str, Any] | None:
         body = httpx.get(f"{url}/v1/bias/scores/{run_id}").json()
         if body.get("status") not in (None, "pending") and body.get("reason_status") != "pending":
             return dict(body)
-        assert time.monotonic() < deadline, body
-        time.sleep(0.02)
+        return None
+
+    return wait_for(
+        final, lambda: f"{run_id} to be final: {httpx.get(f'{url}/v1/bias/scores/{run_id}').text}"
+    )
 
 
 BIASED_BY_CATEGORY = [
@@ -295,13 +296,6 @@ def test_the_single_call_pipeline_works_with_the_demo_judge(backend: str, tmp_pa
 # -- `bias-gateway demo`, as a user runs it --------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_banner_lists_a_command_per_verdict() -> None:
     text = banner("http://127.0.0.1:1", DemoOptions(), Path("/x/scores.db"))
     for _, prompt, verdict in TRIES:
@@ -328,7 +322,7 @@ def test_the_sdk_line_runs_the_interpreter_that_has_openai() -> None:
 def _start_demo(cwd: Path, *extra: str) -> tuple[subprocess.Popen[str], str, list[str]]:
     """Start `bias-gateway demo` on a free port as a user would; return the process, its
     URL and what it printed, once it has printed what to try and answers."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     process = subprocess.Popen(
         [sys.executable, "-m", "gateway", "demo", "--port", str(port), *extra],
@@ -375,6 +369,7 @@ def _stop(process: subprocess.Popen[str], signum: signal.Signals) -> int:
     return process.returncode
 
 
+@pytest.mark.slow
 def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path: Path) -> None:
     """Run `bias-gateway demo`, then what it prints, as a new user would (minus the shell)."""
     process, _, printed = _start_demo(tmp_path)
@@ -407,6 +402,7 @@ def test_the_demo_command_prints_commands_that_show_pass_flag_and_block(tmp_path
     assert list(tmp_path.iterdir()) == []  # nothing was created where it ran
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_demo_and_removes_its_temporary_store(tmp_path: Path) -> None:
     process, _, printed = _start_demo(tmp_path)
     try:
@@ -419,6 +415,7 @@ def test_sigterm_stops_the_demo_and_removes_its_temporary_store(tmp_path: Path) 
     assert returncode == 0  # a clean stop, as with Ctrl-C
 
 
+@pytest.mark.slow
 def test_sigterm_keeps_a_store_given_with_store(tmp_path: Path) -> None:
     kept = tmp_path / "kept.db"
     process, url, printed = _start_demo(tmp_path, "--store", str(kept))

@@ -30,6 +30,7 @@ from tests.gateway.conftest import RunningGateway, settings_for
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
 from tests.support.servers import ServerThread
 from tests.support.subprocess_gateway import free_port, gateway_command, start_gateway
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -199,14 +200,12 @@ def work_rows(store: Path) -> dict[str, tuple[str, bool, str | None]]:
     return found
 
 
-def wait_until_all_scored(store: Path, run_ids: list[str], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
+def wait_until_all_scored(store: Path, run_ids: list[str]) -> None:
+    def all_scored() -> bool:
         rows = work_rows(store)
-        if all(rows.get(run_id, ("",))[0] == "scored" for run_id in run_ids):
-            return
-        assert time.monotonic() < deadline, f"not all scored: {rows}"
-        time.sleep(0.1)
+        return all(rows.get(run_id, ("",))[0] == "scored" for run_id in run_ids)
+
+    wait_for(all_scored, lambda: f"all to be scored: {work_rows(store)}", timeout=30)
 
 
 def post_monitored(url: str, count: int) -> list[str]:
@@ -216,6 +215,7 @@ def post_monitored(url: str, count: int) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_sigterm_past_the_drain_deadline_leaves_work_pending_and_a_restart_scores_it(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -261,6 +261,7 @@ def test_sigterm_past_the_drain_deadline_leaves_work_pending_and_a_restart_score
     assert not any(has_work for _, has_work, _ in work_rows(store).values())
 
 
+@pytest.mark.slow
 def test_kill_9_with_pending_work_then_a_restart_scores_all_of_it(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -274,10 +275,12 @@ def test_kill_9_with_pending_work_then_a_restart_scores_all_of_it(
         # The pending rows are committed a few milliseconds after the answer (the store
         # writes off the request path): the kill comes once they are, and before the
         # judge (two slots, ~1 s a scoring) can have scored more than a few.
-        deadline = time.monotonic() + 5
-        while len(work_rows(store)) < len(run_ids):
-            assert time.monotonic() < deadline, work_rows(store)
-            time.sleep(0.01)
+        wait_for(
+            lambda: len(work_rows(store)) == len(run_ids),
+            lambda: f"the pending rows: {work_rows(store)}",
+            timeout=5,
+            interval=0.01,
+        )
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
     finally:
@@ -301,6 +304,7 @@ def test_kill_9_with_pending_work_then_a_restart_scores_all_of_it(
     assert resumed, output
 
 
+@pytest.mark.slow
 def test_restart_marks_leftover_pending_as_dropped(tmp_path: Path) -> None:
     path = tmp_path / "scores.db"
 
@@ -333,6 +337,7 @@ def test_restart_marks_leftover_pending_as_dropped(tmp_path: Path) -> None:
     assert done.status == "scored"
 
 
+@pytest.mark.slow
 def test_bad_config_fails_at_startup_with_one_line(tmp_path: Path) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text("policies:\n  default:\n    mode: loud\n")
@@ -350,6 +355,7 @@ def test_bad_config_fails_at_startup_with_one_line(tmp_path: Path) -> None:
     assert "loud" in lines[0]
 
 
+@pytest.mark.slow
 def test_check_config_masks_secrets(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     config = write_config(
         tmp_path / "c.yaml", fake_openai, tmp_path / "s.db", api_keys="gateway-secret-key-1"
@@ -387,6 +393,7 @@ def cli(
     )
 
 
+@pytest.mark.slow
 def test_check_config_without_a_path_checks_the_environment(tmp_path: Path) -> None:
     env = {"BIAS_STORE_PATH": "data/scores.db", "GATEWAY_PORT": "9191"}
     completed = cli("check-config", env=env, cwd=tmp_path)
@@ -401,6 +408,7 @@ def test_check_config_without_a_path_checks_the_environment(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_check_config_names_the_file_and_shows_the_store_beside_it(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -412,6 +420,7 @@ def test_check_config_names_the_file_and_shows_the_store_beside_it(
     assert completed.stderr == f"bias-gateway: config OK: {tmp_path / 'conf' / 'g.yaml'}\n"
 
 
+@pytest.mark.slow
 def test_check_config_reports_every_missing_variable_at_once(tmp_path: Path) -> None:
     config = tmp_path / "g.yaml"
     config.write_text("upstream:\n  api_key: ${TEAM_A_KEY}\njudge:\n  api_key: ${TEAM_B_KEY}\n")
@@ -425,6 +434,7 @@ def test_check_config_reports_every_missing_variable_at_once(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.slow
 def test_check_config_names_the_variable_behind_a_bad_value() -> None:
     completed = cli("check-config", env={"BIAS_BLOCK_THRESHOLD": "abc"})
     assert completed.returncode == 2
@@ -435,6 +445,7 @@ def test_check_config_names_the_variable_behind_a_bad_value() -> None:
     )
 
 
+@pytest.mark.slow
 def test_serve_on_a_taken_port_fails_before_creating_the_store(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -455,6 +466,7 @@ def test_serve_on_a_taken_port_fails_before_creating_the_store(
     assert [path.name for path in tmp_path.iterdir()] == ["g.yaml"]
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_missing_store_folder_and_creates_nothing(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -473,6 +485,7 @@ def test_serve_refuses_a_missing_store_folder_and_creates_nothing(
     assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_serve_keeps_a_relative_store_beside_its_config(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -491,6 +504,7 @@ def test_serve_keeps_a_relative_store_beside_its_config(
     assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_starts_without_an_upstream_key_and_relays_upstream_errors(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -553,6 +567,7 @@ def workers_of(parent: int) -> list[psutil.Process]:
     return [child for child in children if "spawn_main" in " ".join(child.cmdline())]
 
 
+@pytest.mark.slow
 def test_serve_with_one_worker_takes_its_settings_from_the_config_file(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -581,6 +596,7 @@ def test_serve_with_one_worker_takes_its_settings_from_the_config_file(
     assert "bias-gateway variables: []" in output.splitlines()
 
 
+@pytest.mark.slow
 def test_serve_with_two_workers_hands_them_settings_not_variables(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -625,6 +641,7 @@ def test_serve_with_two_workers_hands_them_settings_not_variables(
     assert {line["level"] for line in logged} <= {"warning", "error"}
 
 
+@pytest.mark.slow
 def test_serve_sweeps_a_previous_runs_pending_rows_once_before_its_workers(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -653,12 +670,6 @@ def test_serve_sweeps_a_previous_runs_pending_rows_once_before_its_workers(
             found = db.execute("SELECT run_id, status, status_reason FROM scores").fetchall()
         return {run_id: (status, reason) for run_id, status, reason in found}
 
-    def wait_for(condition: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + 30
-        while not condition():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}: {lines}"
-            time.sleep(0.05)
-
     def started() -> int:
         return sum("Application startup complete." in line for line in lines)
 
@@ -667,14 +678,14 @@ def test_serve_sweeps_a_previous_runs_pending_rows_once_before_its_workers(
             "left-behind": ("dropped", "gateway_restarted"),
             "done": ("scored", None),
         }
-        wait_for(lambda: started() == 2, "two workers")
+        wait_for(lambda: started() == 2, lambda: f"two workers: {lines}", timeout=30)
         live = httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=10)
         run_id = live.headers["x-bias-run-id"]
-        wait_for(lambda: rows().get(run_id) == ("pending", None), "the live job's row")
+        wait_for(lambda: rows().get(run_id) == ("pending", None), "the live job's row", timeout=30)
         # A third worker starts (uvicorn's supervisor adds one on SIGTTIN) while the job
         # waits on its judge: had it swept the store, the job would now read dropped.
         process.send_signal(signal.SIGTTIN)
-        wait_for(lambda: started() == 3, "the third worker")
+        wait_for(lambda: started() == 3, lambda: f"the third worker: {lines}", timeout=30)
         assert rows()[run_id] == ("pending", None)
     finally:
         process.send_signal(signal.SIGTERM)

@@ -191,6 +191,7 @@ def test_unknown_models_fold_into_other(make_gateway: MakeGateway) -> None:
     assert matching(text, "gateway_requests_total", model="second") == []
 
 
+@pytest.mark.slow
 def test_workers_share_one_view_of_metrics(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

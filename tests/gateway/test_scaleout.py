@@ -24,6 +24,9 @@ import yaml
 from gateway.store.records import FINAL_STATUSES
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
 from tests.support.subprocess_gateway import start_gateway, start_scorer
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.slow  # every test here starts gateway or scorer processes
 
 MESSAGES: Any = [{"role": "user", "content": "hi"}]
 JUDGE_DELAY = 0.33  # three judge calls a scoring: about a second each
@@ -142,13 +145,6 @@ def rows(url: str) -> dict[str, dict[str, Any]]:
     return {row["run_id"]: dict(row) for row in asyncio.run(fetch())}
 
 
-def wait_for(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def post(client: openai.OpenAI) -> str:
     """One monitored chat completion: answered at once, its score pending."""
     raw = client.chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
@@ -180,7 +176,7 @@ def kill_while_holding_work(scorer: Output, health: str, database: str) -> set[s
             return False
         return any(row["leased_by"] == worker for row in rows(database).values())
 
-    wait_for(holding, "the scorer to hold work", seconds=20)
+    wait_for(holding, "the scorer to hold work", timeout=20, interval=0.05)
     process.send_signal(signal.SIGKILL)
     assert process.wait(timeout=10) == -signal.SIGKILL
     # Its leases stay in the store until they lapse: what it held, as it died.
@@ -226,7 +222,7 @@ def test_two_gateways_two_scorers_one_killed_every_run_ends_once(
         found = rows(pg_url)
         return all(found.get(run_id, {}).get("status") in FINAL_STATUSES for run_id in run_ids)
 
-    wait_for(all_final, "every run to end", seconds=60)
+    wait_for(all_final, "every run to end", timeout=60, interval=0.05)
     finished = time.monotonic()
     final = rows(pg_url)
 
@@ -320,7 +316,7 @@ def test_a_scorer_scores_an_external_gateways_work_on_sqlite(
         answer = httpx.get(f"{gateway}/v1/bias/scores/{run_id}", timeout=10)
         return answer.status_code == 200 and answer.json()["status"] == "scored"
 
-    wait_for(lambda: all(scored(run_id) for run_id in run_ids), "the scorer to score", 20)
+    wait_for(lambda: all(scored(run_id) for run_id in run_ids), "the scorer to score", timeout=20)
     # The scorer did it: its log has each run's final word, its counter each claim.
     assert scored_run_ids(output) == Counter(run_ids)
     assert ready(health)["claimed"] == len(run_ids)
@@ -358,7 +354,7 @@ def test_work_a_killed_scorer_held_ends_attempts_exhausted_after_max_attempts(
         found = rows(pg_url)
         return all(found.get(run_id, {}).get("status") in FINAL_STATUSES for run_id in run_ids)
 
-    wait_for(all_final, "every run to end", seconds=60)
+    wait_for(all_final, "every run to end", timeout=60, interval=0.05)
     final = rows(pg_url)
     assert set(final) == set(run_ids)
     ended = {run_id for run_id, row in final.items() if row["status"] == "error"}

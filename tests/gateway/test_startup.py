@@ -59,6 +59,7 @@ def test_startup_fields_of_an_open_litellm_setup() -> None:
     assert fields["keys"]["judge"] == "not set"
 
 
+@pytest.mark.slow
 def test_serve_logs_one_startup_line(tmp_path: Path) -> None:
     config = tmp_path / "gateway.yaml"
     config.write_text(
@@ -90,6 +91,7 @@ def test_version(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == f"bias-gateway {__version__}"
 
 
+@pytest.mark.slow
 def test_version_through_the_installed_command() -> None:
     done = subprocess.run(
         [*gateway_command(), "--version"], capture_output=True, text=True, check=True

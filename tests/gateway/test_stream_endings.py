@@ -17,6 +17,7 @@ import pytest
 from gateway.store import FINAL_STATUSES
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[Any] = [{"role": "user", "content": "Tell me about engineers."}]
@@ -42,11 +43,9 @@ def last_event(text: str) -> dict[str, Any]:
     return data
 
 
-def leave_once_the_upstream_is_done(gateway: RunningGateway) -> str:
-    """Read a passthrough stream up to the upstream's last chunk, then hang up.
-
-    The judge is at work then; the run id of the stream is returned.
-    """
+def leave_while_judged(gateway: RunningGateway, fake: FakeOpenAI) -> str:
+    """Read a passthrough stream up to the upstream's last chunk, wait until the judge
+    has a call in hand, then hang up; returns the stream's run id."""
     with (
         gateway.http() as http,
         http.stream("POST", "/v1/chat/completions", json=STREAM) as response,
@@ -54,6 +53,7 @@ def leave_once_the_upstream_is_done(gateway: RunningGateway) -> str:
         for line in response.iter_lines():
             if '"finish_reason": "stop"' in line:
                 break
+        wait_for(lambda: fake.judge_in_flight, lambda: f"a judge call: {fake.steps()}")
         return response.headers["x-bias-run-id"]
 
 
@@ -149,8 +149,7 @@ def test_client_leaving_while_the_passthrough_stream_is_judged(
 ) -> None:
     fake_openai.judge_delay = 0.3
     gateway = make_gateway(**policy(mode="enforce", stream_policy="passthrough"))
-    run_id = leave_once_the_upstream_is_done(gateway)
-    time.sleep(0.1)
+    run_id = leave_while_judged(gateway, fake_openai)
     record = final_record(gateway, run_id)
     assert record["status"] == "scored"
     assert fake_openai.judge_calls() == 3
@@ -201,8 +200,7 @@ def test_a_judgement_still_running_at_shutdown_is_recorded_dropped(
     gateway = make_gateway(
         queue={"drain_deadline": 0.3}, **policy(mode="enforce", stream_policy="passthrough")
     )
-    run_id = leave_once_the_upstream_is_done(gateway)
-    time.sleep(0.2)  # the judge has the text now
+    run_id = leave_while_judged(gateway, fake_openai)
     gateway.server.stop()
     with sqlite3.connect(tmp_path / "scores.db") as db:
         row = db.execute(

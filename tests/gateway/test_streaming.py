@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[Any] = [{"role": "user", "content": "Tell me about engineers."}]
@@ -190,9 +190,7 @@ def test_client_disconnect_cancels_upstream_and_scores_the_partial_text(
     record = gateway.wait_for_score(run_id)
     assert record["partial"] is True
     assert record["status"] == "scored"
-    deadline = time.monotonic() + 5
-    while not fake_openai.stream_endings and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: fake_openai.stream_endings, "the upstream stream to end")
     assert fake_openai.stream_endings == ["cancelled"]
     analyze = next(r for r in fake_openai.requests if r.step == "analyze")
     judged = analyze.body["messages"][1]["content"].split("\nTEXT:\n", 1)[1]

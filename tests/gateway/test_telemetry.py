@@ -24,6 +24,7 @@ from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
 from tests.support.servers import ServerThread
 from tests.support.telemetry import Captured
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[Any] = [{"role": "user", "content": "A secret-ish prompt about engineers."}]
@@ -54,15 +55,6 @@ def text(attributes: Mapping[str, object], key: str) -> str:
     return value
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 5) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def test_enforce_span_tree_and_evaluation_event(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway, captured: Captured
 ) -> None:
@@ -79,7 +71,7 @@ def test_enforce_span_tree_and_evaluation_event(
     completion_id = fake_openai.requests[0].body and raw.parse().id  # the refused body keeps the id
 
     # The server span ends just after the last byte has gone to the client.
-    wait_for(lambda: bool(captured.named("POST /v1/chat/completions")))
+    wait_for(lambda: captured.named("POST /v1/chat/completions"), "the server span")
     server = captured.one("POST /v1/chat/completions")
     chat = captured.one("chat gpt-test")
     evaluation = captured.one("evaluation bias")
@@ -138,7 +130,7 @@ def test_monitor_evaluation_is_parented_to_and_linked_with_the_chat_span(
     gateway = make_gateway(otel=captured.telemetry)
     raw = gateway.client().chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
     gateway.wait_for_score(raw.headers["x-bias-run-id"])
-    wait_for(lambda: bool(captured.named("evaluation bias")) and bool(captured.events()))
+    wait_for(lambda: captured.named("evaluation bias") and captured.events(), "the evaluation span")
 
     chat = captured.one("chat m")
     evaluation = captured.one("evaluation bias")
@@ -154,7 +146,7 @@ def test_stream_chat_span_records_stream_and_first_chunk(
 ) -> None:
     gateway = make_gateway(otel=captured.telemetry, **policy(mode="off"))
     list(gateway.client().chat.completions.create(model="m", messages=MESSAGES, stream=True))
-    wait_for(lambda: bool(captured.named("chat m")))
+    wait_for(lambda: captured.named("chat m"), "the chat span")
     attributes = dict(captured.one("chat m").attributes or {})
     assert attributes["gen_ai.request.stream"] is True
     assert 0 < number(attributes, "bias_gateway.time_to_first_chunk_s") < 5
@@ -200,7 +192,7 @@ def test_traceparent_is_honoured_and_propagated(
             headers={"traceparent": f"00-{trace_id}-{parent_id}-01"},
         )
     # The server span ends just after the last byte has gone to the client.
-    wait_for(lambda: bool(captured.named("POST /v1/chat/completions")))
+    wait_for(lambda: captured.named("POST /v1/chat/completions"), "the server span")
     server = captured.one("POST /v1/chat/completions")
     chat = captured.one("chat m")
     assert format(server.context.trace_id, "032x") == trace_id
@@ -260,7 +252,7 @@ def test_content_is_captured_when_switched_on(
     chat = dict(captured.one("chat m").attributes or {})
     assert MESSAGES[0]["content"] in text(chat, "gen_ai.input.messages")
     assert REPLY in text(chat, "gen_ai.output.messages")
-    wait_for(lambda: bool(captured.events()))  # the deferred explanation comes with the event
+    wait_for(captured.events, "the evaluation event")  # it waits for the deferred explanation
     (event,) = captured.events()
     assert dict(event.attributes or {})["gen_ai.evaluation.explanation"] == fake_openai.reason
 
@@ -401,7 +393,7 @@ def test_every_surface_traces_its_upstream_call_and_evaluation(
     with gateway.http() as http:
         response = http.post(path, json=body)
     assert response.status_code == 422  # the fake judge finds the reply biased
-    wait_for(lambda: bool(captured.named(f"POST {path}")))
+    wait_for(lambda: captured.named(f"POST {path}"), "the server span")
     upstream = captured.one(f"{operation} m1")
     attributes = dict(upstream.attributes or {})
     assert attributes["gen_ai.operation.name"] == operation
@@ -414,6 +406,6 @@ def test_every_surface_traces_its_upstream_call_and_evaluation(
     evaluation = dict(captured.one("evaluation bias").attributes or {})
     assert evaluation["gen_ai.evaluation.score.label"] == "block"
     assert evaluation["bias.api"] == path.removeprefix("/v1/")
-    wait_for(lambda: bool(captured.events()))  # sent once the deferred reason is in
+    wait_for(captured.events, "the evaluation event")  # sent once the deferred reason is in
     (event,) = captured.events()
     assert event.attributes["gen_ai.response.id"] == attributes["gen_ai.response.id"]

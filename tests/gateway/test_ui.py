@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 ADMIN, TEAM = "sk-admin-0123456789", "sk-team-a-0123456789"
@@ -61,13 +61,7 @@ def dashboard(make_gateway: MakeGateway, **overrides: Any) -> RunningGateway:
     )  # fmt: skip
 
 
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
+@pytest.mark.slow
 def test_the_dashboard_in_chromium(
     make_gateway: MakeGateway, fake_openai: FakeOpenAI, chromium: Any, tmp_path: Path
 ) -> None:

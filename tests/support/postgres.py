@@ -36,7 +36,6 @@ import pwd
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -46,6 +45,8 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+from tests.support.servers import free_port
 
 SEARCH = "/usr/lib/postgresql/*/bin"
 TOOLS = ("initdb", "pg_ctl", "postgres", "psql")
@@ -103,13 +104,6 @@ def unavailable(env: Mapping[str, str] = os.environ) -> NoReturn:
     if required(env):
         pytest.fail(f"{reason}; the PostgreSQL tests need a server in CI", pytrace=False)
     pytest.skip(reason)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _clean_env() -> dict[str, str]:

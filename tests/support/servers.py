@@ -1,34 +1,47 @@
-"""Serve an ASGI app with real uvicorn on 127.0.0.1, in a background thread."""
+"""Serve an ASGI app with real uvicorn on 127.0.0.1, in a background thread; pick a
+free loopback port for a server started some other way."""
 
 from __future__ import annotations
 
+import socket
 import threading
-import time
 from typing import Any, Literal
 
 import uvicorn
 
+from tests.support.waiting import wait_for
+
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (another process may take it before use)."""
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
 
 class ServerThread:
     def __init__(self, app: Any, *, lifespan: Literal["auto", "on", "off"] = "off") -> None:
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan
-        )
+        config = uvicorn.Config(app, host=HOST, port=0, log_level="warning", lifespan=lifespan)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.port = 0
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{HOST}:{self.port}"
 
     def start(self) -> ServerThread:
         self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.005)
+        wait_for(
+            lambda: self.server.started or not self.thread.is_alive(),
+            "uvicorn to start",
+            interval=0.005,
+        )
+        if not self.server.started:
+            raise RuntimeError("uvicorn stopped before it started")
         self.port = self.server.servers[0].sockets[0].getsockname()[1]
         return self
 

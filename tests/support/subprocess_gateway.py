@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
+from tests.support.servers import free_port
+from tests.support.waiting import wait_for
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+__all__ = ["free_port", "gateway_command", "start_gateway", "start_scorer"]
 
 
 def gateway_command() -> list[str]:
@@ -65,16 +61,19 @@ def _start(
     )
     name = "gateway" if subcommand == "serve" else subcommand
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         if process.poll() is not None:
             output = process.stdout.read() if process.stdout else ""
             raise RuntimeError(f"{name} exited with {process.returncode}: {output}")
         try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return process, url
+            return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
         except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    process.kill()
-    raise RuntimeError(f"{name} did not become ready")
+            return False
+
+    try:
+        wait_for(ready, f"{name} to become ready", timeout=30, interval=0.05)
+    except AssertionError:
+        process.kill()
+        raise
+    return process, url
