@@ -23,7 +23,7 @@ from gateway.config import (
 )
 from gateway.upstream.routing import Router
 
-CONFIG = Path(__file__).parents[2] / "config"
+CONFIG = Path(__file__).parents[3] / "config"
 SHIPPED = CONFIG / "gateway.yaml"
 MULTI = CONFIG / "examples" / "multi.yaml"
 

@@ -374,7 +374,7 @@ def test_check_config_masks_secrets(tmp_path: Path, fake_openai: FakeOpenAI) -> 
 # Every variable the shipped config reads: the CLI tests below run without them.
 SHIPPED_VARIABLES = frozenset(
     re.findall(
-        r"\$\{([A-Z_]+)", (Path(__file__).parents[2] / "config" / "gateway.yaml").read_text()
+        r"\$\{([A-Z_]+)", (Path(__file__).parents[3] / "config" / "gateway.yaml").read_text()
     )
 )
 
@@ -508,7 +508,7 @@ def test_serve_keeps_a_relative_store_beside_its_config(
 def test_starts_without_an_upstream_key_and_relays_upstream_errors(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    config = Path(__file__).parents[2] / "config" / "gateway.yaml"
+    config = Path(__file__).parents[3] / "config" / "gateway.yaml"
     env = {
         "OPENAI_BASE_URL": fake_openai.base_url,
         "OPENAI_API_KEY": "",

@@ -21,7 +21,7 @@ from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
 
 MakeGateway = Callable[..., RunningGateway]
-DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "bias-gateway.json"
+DASHBOARD = Path(__file__).resolve().parents[3] / "deploy" / "grafana" / "bias-gateway.json"
 REQUEST: dict[str, Any] = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}
 
 PANELS = {

@@ -10,7 +10,8 @@ Whatever a client sends and whatever the upstream or the judge answers:
 The gate runs a moderate number of examples; `HYPOTHESIS_PROFILE=long` runs many
 more (see tests/conftest.py), for example
 
-    HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest --timeout 0 tests/gateway/test_properties.py
+    HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest --timeout 0 \
+        tests/gateway/proxy/test_properties.py
 """
 
 from __future__ import annotations
