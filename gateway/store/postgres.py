@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gateway.store.dialect import POSTGRES, Statements
 from gateway.store.migrations import migrate_postgres
 from gateway.store.queries import (
     ScoreQuery,
@@ -34,17 +35,14 @@ from gateway.store.queries import (
     stats_sql,
 )
 from gateway.store.records import (
-    COLUMNS,
     STATUSES,
     CacheEntry,
     ScoreRecord,
     StoreError,
-    WorkSQL,
     batch_rows,
     check_record,
     record_from_row,
     record_row,
-    upsert_sql,
 )
 from guard.outputs import valid_text
 
@@ -52,66 +50,10 @@ __all__ = ["WORK_CHANNEL", "PostgresStore", "redacted_url"]
 
 logger = logging.getLogger("gateway.store")
 
-_UPSERT = upsert_sql([f"${n}" for n in range(1, len(COLUMNS) + 1)], greatest="GREATEST")
-# New work wakes idle scorers: a NOTIFY in the transaction that stores it, delivered
-# on commit to every session LISTENing (`wait_for_work`).
+_SQL = Statements.of(POSTGRES)
+# New work wakes idle scorers: a NOTIFY after the commit that stores it, delivered
+# to every session LISTENing (`wait_for_work`).
 WORK_CHANNEL = "bias_work"
-_WORK_SQL = WorkSQL(
-    # SKIP LOCKED: claimers running at once each take other rows instead of queueing on
-    # one another's; one UPDATE ... RETURNING costs one round trip, 1.7-2.2x cheaper
-    # than SELECT then UPDATE (bench/results/store-drivers-2026-12-01-1315.md).
-    claim=(
-        "UPDATE scores SET lease_until = $1, leased_by = $2, attempts = attempts + 1"
-        " WHERE run_id IN (SELECT run_id FROM scores WHERE status = 'pending'"
-        " AND work IS NOT NULL AND (lease_until IS NULL OR lease_until < $3) AND attempts < $4"
-        f" ORDER BY created_at LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING {', '.join(COLUMNS)}"
-    ),
-    renew="UPDATE scores SET lease_until = $1 WHERE leased_by = $2 AND status = 'pending'",
-    release=(
-        "UPDATE scores SET lease_until = NULL, leased_by = NULL,"
-        " attempts = GREATEST(attempts - 1, 0)"
-        " WHERE leased_by = $1 AND status = 'pending' AND work IS NOT NULL"
-    ),
-    exhausted=(
-        "UPDATE scores SET status = 'error', status_reason = 'attempts_exhausted', work = NULL,"
-        " lease_until = NULL, leased_by = NULL, updated_at = $1 WHERE status = 'pending'"
-        " AND work IS NOT NULL AND attempts >= $2 AND (lease_until IS NULL OR lease_until < $3)"
-        " RETURNING run_id"
-    ),
-    lost=(
-        "UPDATE scores SET status = 'dropped', status_reason = 'gateway_lost',"
-        " lease_until = NULL, leased_by = NULL, updated_at = $1 WHERE status = 'pending'"
-        " AND work IS NULL AND lease_until < $2 RETURNING run_id"
-    ),
-    pending="SELECT COUNT(*) FROM scores WHERE status = 'pending' AND work IS NOT NULL",
-)
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM scores WHERE run_id = $1"
-# A re-judged key takes a new, highest seq, as in the SQLite engine.
-_CACHE_PUT = (
-    "INSERT INTO score_cache (key, result, stored_at) VALUES ($1, $2, $3)"
-    " ON CONFLICT (key) DO UPDATE SET result = excluded.result,"
-    " stored_at = excluded.stored_at, seq = nextval(pg_get_serial_sequence('score_cache', 'seq'))"
-)
-# By rank, not by `MAX(seq) - limit`: a sequence has gaps (an upsert that updates
-# still draws a value for the insert it did not do).
-_CACHE_TRIM = (
-    "DELETE FROM score_cache WHERE seq <"
-    " (SELECT seq FROM score_cache ORDER BY seq DESC OFFSET $1 - 1 LIMIT 1)"
-)
-_CACHE_LOAD = (
-    "SELECT key, result FROM"
-    " (SELECT seq, key, result FROM score_cache ORDER BY seq DESC LIMIT $1) AS newest ORDER BY seq"
-)
-
-
-_PRUNE_RECORDS = (
-    "DELETE FROM scores WHERE run_id IN (SELECT run_id FROM scores"
-    " WHERE created_at < $1 AND status <> 'pending' LIMIT $2)"
-)
-_PRUNE_CACHE = (
-    "DELETE FROM score_cache WHERE seq IN"
-    " (SELECT seq FROM score_cache WHERE stored_at < $1 LIMIT $2)"
-)
 
 
 def _count(tag: str) -> int:
@@ -247,15 +189,13 @@ class PostgresStore:
     async def cached(self, limit: int) -> list[CacheEntry]:
         """The `limit` newest stored cache entries, oldest first."""
         self._require()
-        rows = await self._pool.fetch(_CACHE_LOAD, limit)
+        rows = await self._pool.fetch(_SQL.cache_load, limit)
         return [CacheEntry(row[0], row[1]) for row in rows]
 
     async def cache_get(self, key: str) -> str | None:
         """One stored cache entry, whichever gateway stored it."""
         self._require()
-        value: str | None = await self._pool.fetchval(
-            "SELECT result FROM score_cache WHERE key = $1", key
-        )
+        value: str | None = await self._pool.fetchval(_SQL.cache_get, key)
         return value
 
     async def flush(self) -> None:
@@ -273,13 +213,13 @@ class PostgresStore:
     async def get(self, run_id: str) -> ScoreRecord | None:
         await self.flush()
         self._require()
-        row = await self._pool.fetchrow(_SELECT, run_id)
+        row = await self._pool.fetchrow(_SQL.select, run_id)
         return None if row is None else record_from_row(row)
 
     async def status_counts(self) -> dict[str, int]:
         self._require()
         counts = dict.fromkeys(sorted(STATUSES), 0)
-        rows = await self._pool.fetch("SELECT status, COUNT(*) FROM scores GROUP BY status")
+        rows = await self._pool.fetch(_SQL.counts)
         counts.update({row[0]: row[1] for row in rows})
         return counts
 
@@ -289,8 +229,8 @@ class PostgresStore:
         once only share the work."""
         self._require()
         async with self._pool.acquire() as conn, conn.transaction():
-            records = await conn.execute(_PRUNE_RECORDS, before, batch)
-            entries = await conn.execute(_PRUNE_CACHE, before, batch)
+            records = await conn.execute(_SQL.prune_records, before, batch)
+            entries = await conn.execute(_SQL.prune_cache, before, batch)
         return _count(records) + _count(entries)
 
     # -- durable work (`gateway.work`) ----------------------------------------------
@@ -301,35 +241,35 @@ class PostgresStore:
         self._require()
         now = time.time()
         rows = await self._pool.fetch(
-            _WORK_SQL.claim, now + lease_seconds, worker, now, max_attempts, limit
+            _SQL.claim, now + lease_seconds, worker, now, max_attempts, limit
         )
         return sorted((record_from_row(row) for row in rows), key=lambda r: r.created_at)
 
     async def renew(self, worker: str, *, lease_seconds: float) -> int:
         self._require()
         until = time.time() + lease_seconds
-        return _count(await self._pool.execute(_WORK_SQL.renew, until, worker))
+        return _count(await self._pool.execute(_SQL.renew, until, worker))
 
     async def release(self, worker: str, run_ids: list[str] | None = None) -> int:
         self._require()
         if run_ids is None:
-            return _count(await self._pool.execute(_WORK_SQL.release, worker))
-        some = f"{_WORK_SQL.release} AND run_id = ANY($2::text[])"
-        return _count(await self._pool.execute(some, worker, run_ids))
+            return _count(await self._pool.execute(_SQL.release, worker))
+        some = _SQL.release_some(len(run_ids))
+        return _count(await self._pool.execute(some, worker, *POSTGRES.list_values(run_ids)))
 
     async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:
         self._require()
         now = time.time()
         async with self._pool.acquire() as conn, conn.transaction():
-            exhausted = await conn.fetch(_WORK_SQL.exhausted, now, max_attempts, now)
-            lost = await conn.fetch(_WORK_SQL.lost, now, now)
+            exhausted = await conn.fetch(_SQL.exhausted, now, max_attempts, now)
+            lost = await conn.fetch(_SQL.lost, now, now)
         return [(row[0], "attempts_exhausted") for row in exhausted] + [
             (row[0], "gateway_lost") for row in lost
         ]
 
     async def pending_work(self) -> int:
         self._require()
-        count: int = await self._pool.fetchval(_WORK_SQL.pending)
+        count: int = await self._pool.fetchval(_SQL.pending)
         return count
 
     async def listen(self) -> None:
@@ -364,14 +304,14 @@ class PostgresStore:
         """Up to `query.limit + 1` records, newest first (the extra one says "more")."""
         await self.flush()
         self._require()
-        sql, values = search_sql(query, "numeric")
+        sql, values = search_sql(query, POSTGRES)
         return [record_from_row(row) for row in await self._reads.fetch(sql, *values)]
 
     async def stats(self, query: StatsQuery) -> list[StatsGroup]:
         await self.flush()
         self._require()
-        sql, values = stats_sql(query, "numeric")
-        p90, p90_values = p90_sql(query, "numeric")
+        sql, values = stats_sql(query, POSTGRES)
+        p90, p90_values = p90_sql(query, POSTGRES)
         rows = await self._reads.fetch(sql, *values)
         ranked = {row[0]: row[1] for row in await self._reads.fetch(p90, *p90_values)}
         return stats_rows(rows, ranked.get, group_by=query.group_by)
@@ -489,14 +429,14 @@ class PostgresStore:
                 if entries:
                     async with conn.transaction():
                         if rows:
-                            await conn.executemany(_UPSERT, rows)
-                        await conn.executemany(_CACHE_PUT, entries)
+                            await conn.executemany(_SQL.upsert, rows)
+                        await conn.executemany(_SQL.cache_put, entries)
                         if self._cache_limit is not None:
-                            await conn.execute(_CACHE_TRIM, self._cache_limit)
+                            await conn.execute(_SQL.cache_trim, self._cache_limit)
                 elif rows:
                     # executemany is one transaction of its own: no BEGIN and COMMIT
                     # round trips (4 became 2 with the NOTIFY; bench/scaleout.py).
-                    await conn.executemany(_UPSERT, rows)
+                    await conn.executemany(_SQL.upsert, rows)
                 if wake:
                     # After the commit, so that a woken scorer finds the work.
                     await conn.execute(f"NOTIFY {WORK_CHANNEL}")

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from gateway.store.dialect import SQLITE, Statements
 from gateway.store.migrations import migrate_sqlite
 from gateway.store.queries import (
     ScoreQuery,
@@ -45,12 +46,10 @@ from gateway.store.queries import (
     stats_sql,
 )
 from gateway.store.records import (
-    COLUMNS,
     STATUSES,
     CacheEntry,
     ScoreRecord,
     StoreError,
-    WorkSQL,
     check_record,
     record_from_row,
 )
@@ -62,20 +61,6 @@ logger = logging.getLogger("gateway.store")
 _T = TypeVar("_T")
 
 _BUSY_TIMEOUT_MS = 5000
-_CACHE_LOAD = (
-    "SELECT key, result FROM"
-    " (SELECT seq, key, result FROM score_cache ORDER BY seq DESC LIMIT ?) ORDER BY seq"
-)
-
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM scores WHERE run_id = ?"
-# Bounded batches through the created_at index; pending records are never pruned.
-_PRUNE_RECORDS = (
-    "DELETE FROM scores WHERE run_id IN (SELECT run_id FROM scores"
-    " WHERE created_at < ? AND status != 'pending' LIMIT ?)"
-)
-_PRUNE_CACHE = (
-    "DELETE FROM score_cache WHERE seq IN (SELECT seq FROM score_cache WHERE stored_at < ? LIMIT ?)"
-)
 # At start, a single gateway owns the file's pending records: those without work (a
 # stream cut by the crash) cannot be scored; those with work are resumed.
 _DROP_PENDING = (
@@ -86,31 +71,7 @@ _RESUME_PENDING = (
     "UPDATE scores SET lease_until = NULL, leased_by = NULL"
     " WHERE status = 'pending' AND work IS NOT NULL"
 )
-_WORK_SQL = WorkSQL(
-    claim=(
-        "UPDATE scores SET lease_until = ?, leased_by = ?, attempts = attempts + 1"
-        " WHERE run_id IN (SELECT run_id FROM scores WHERE status = 'pending'"
-        " AND work IS NOT NULL AND (lease_until IS NULL OR lease_until < ?) AND attempts < ?"
-        f" ORDER BY created_at LIMIT ?) RETURNING {', '.join(COLUMNS)}"
-    ),
-    renew="UPDATE scores SET lease_until = ? WHERE leased_by = ? AND status = 'pending'",
-    release=(
-        "UPDATE scores SET lease_until = NULL, leased_by = NULL, attempts = max(attempts - 1, 0)"
-        " WHERE leased_by = ? AND status = 'pending' AND work IS NOT NULL"
-    ),
-    exhausted=(
-        "UPDATE scores SET status = 'error', status_reason = 'attempts_exhausted', work = NULL,"
-        " lease_until = NULL, leased_by = NULL, updated_at = ? WHERE status = 'pending'"
-        " AND work IS NOT NULL AND attempts >= ? AND (lease_until IS NULL OR lease_until < ?)"
-        " RETURNING run_id"
-    ),
-    lost=(
-        "UPDATE scores SET status = 'dropped', status_reason = 'gateway_lost',"
-        " lease_until = NULL, leased_by = NULL, updated_at = ? WHERE status = 'pending'"
-        " AND work IS NULL AND lease_until < ? RETURNING run_id"
-    ),
-    pending="SELECT COUNT(*) FROM scores WHERE status = 'pending' AND work IS NOT NULL",
-)
+_SQL = Statements.of(SQLITE)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -214,11 +175,7 @@ class SQLiteStore:
     async def cache_get(self, key: str) -> str | None:
         def read() -> str | None:
             with self._read_lock:
-                row = (
-                    self._require_reader()
-                    .execute("SELECT result FROM score_cache WHERE key = ?", (key,))
-                    .fetchone()
-                )
+                row = self._require_reader().execute(_SQL.cache_get, (key,)).fetchone()
             return None if row is None else str(row[0])
 
         return await asyncio.to_thread(read)
@@ -265,7 +222,7 @@ class SQLiteStore:
     def load_cache(self, limit: int) -> list[CacheEntry]:
         """The `limit` newest stored cache entries, oldest first (committed ones only)."""
         with self._read_lock:
-            rows = self._require_reader().execute(_CACHE_LOAD, (limit,)).fetchall()
+            rows = self._require_reader().execute(_SQL.cache_load, (limit,)).fetchall()
         return [CacheEntry(key, result) for key, result in rows]
 
     async def flush(self) -> None:
@@ -309,8 +266,8 @@ class SQLiteStore:
             conn = _connect(self._path)
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                records = conn.execute(_PRUNE_RECORDS, (before, batch)).rowcount
-                entries = conn.execute(_PRUNE_CACHE, (before, batch)).rowcount
+                records = conn.execute(_SQL.prune_records, (before, batch)).rowcount
+                entries = conn.execute(_SQL.prune_cache, (before, batch)).rowcount
                 conn.execute("COMMIT")
                 return int(records) + int(entries)
             finally:
@@ -327,27 +284,27 @@ class SQLiteStore:
     ) -> list[ScoreRecord]:
         now = time.time()
         rows = await self._work_write(
-            _WORK_SQL.claim, (now + lease_seconds, worker, now, max_attempts, limit)
+            _SQL.claim, (now + lease_seconds, worker, now, max_attempts, limit)
         )
         return sorted((record_from_row(row) for row in rows), key=lambda r: r.created_at)
 
     async def renew(self, worker: str, *, lease_seconds: float) -> int:
-        return await self._work_count(_WORK_SQL.renew, (time.time() + lease_seconds, worker))
+        return await self._work_count(_SQL.renew, (time.time() + lease_seconds, worker))
 
     async def release(self, worker: str, run_ids: list[str] | None = None) -> int:
         if run_ids is None:
-            return await self._work_count(_WORK_SQL.release, (worker,))
+            return await self._work_count(_SQL.release, (worker,))
         if not run_ids:
             return 0
-        some = f"{_WORK_SQL.release} AND run_id IN ({', '.join('?' for _ in run_ids)})"
-        return await self._work_count(some, (worker, *run_ids))
+        values = (worker, *SQLITE.list_values(run_ids))
+        return await self._work_count(_SQL.release_some(len(run_ids)), values)
 
     async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:
         now = time.time()
 
         def sweep(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-            exhausted = conn.execute(_WORK_SQL.exhausted, (now, max_attempts, now)).fetchall()
-            lost = conn.execute(_WORK_SQL.lost, (now, now)).fetchall()
+            exhausted = conn.execute(_SQL.exhausted, (now, max_attempts, now)).fetchall()
+            lost = conn.execute(_SQL.lost, (now, now)).fetchall()
             return [(row[0], "attempts_exhausted") for row in exhausted] + [
                 (row[0], "gateway_lost") for row in lost
             ]
@@ -357,7 +314,7 @@ class SQLiteStore:
     async def pending_work(self) -> int:
         def read() -> int:
             with self._read_lock:
-                (count,) = self._require_reader().execute(_WORK_SQL.pending).fetchone()
+                (count,) = self._require_reader().execute(_SQL.pending).fetchone()
             return int(count)
 
         return await asyncio.to_thread(read)
@@ -400,14 +357,14 @@ class SQLiteStore:
     async def search(self, query: ScoreQuery) -> list[ScoreRecord]:
         """Up to `query.limit + 1` records, newest first (the extra one says "more")."""
         await self.flush()
-        sql, values = search_sql(query, "qmark")
+        sql, values = search_sql(query, SQLITE)
         rows = await asyncio.to_thread(self._read_rows, sql, values)
         return [record_from_row(row) for row in rows]
 
     async def stats(self, query: StatsQuery) -> list[StatsGroup]:
         await self.flush()
-        sql, values = stats_sql(query, "qmark")
-        p90, p90_values = p90_sql(query, "qmark")
+        sql, values = stats_sql(query, SQLITE)
+        p90, p90_values = p90_sql(query, SQLITE)
         rows = await asyncio.to_thread(self._read_rows, sql, values)
         ranked = dict(await asyncio.to_thread(self._read_rows, p90, p90_values))
         return stats_rows(rows, ranked.get, group_by=query.group_by)
@@ -421,7 +378,7 @@ class SQLiteStore:
         counts = dict.fromkeys(sorted(STATUSES), 0)
         with self._read_lock:
             reader = self._require_reader()
-            rows = reader.execute("SELECT status, COUNT(*) FROM scores GROUP BY status")
+            rows = reader.execute(_SQL.counts)
             counts.update(rows.fetchall())
         return counts
 
@@ -435,7 +392,7 @@ class SQLiteStore:
 
     def _read(self, run_id: str) -> ScoreRecord | None:
         with self._read_lock:
-            row = self._require_reader().execute(_SELECT, (run_id,)).fetchone()
+            row = self._require_reader().execute(_SQL.select, (run_id,)).fetchone()
         return None if row is None else record_from_row(row)
 
     def _close_reader(self) -> None:

@@ -18,25 +18,15 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
-from gateway.store.records import (
-    COLUMNS,
-    CacheEntry,
-    ScoreRecord,
-    batch_rows,
-    record_row,
-    upsert_sql,
-)
+from gateway.store.dialect import SQLITE, Statements
+from gateway.store.records import CacheEntry, ScoreRecord, batch_rows, record_row
 from guard.outputs import valid_text
 
 __all__ = ["Barrier", "Item", "SQLiteWriter", "Stop"]
 
 logger = logging.getLogger("gateway.store")
 
-_UPSERT = upsert_sql(["?"] * len(COLUMNS), greatest="max")
-# REPLACE gives a re-judged key a new, highest seq, so seq order is insertion order
-# and trimming by seq keeps the newest entries with one index lookup.
-_CACHE_PUT = "INSERT OR REPLACE INTO score_cache (key, result, stored_at) VALUES (?, ?, ?)"
-_CACHE_TRIM = "DELETE FROM score_cache WHERE seq <= (SELECT MAX(seq) FROM score_cache) - ?"
+_SQL = Statements.of(SQLITE)
 
 
 @dataclass(slots=True)
@@ -163,11 +153,11 @@ class SQLiteWriter:
     ) -> bool:
         try:
             conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(_UPSERT, rows)
+            conn.executemany(_SQL.upsert, rows)
             if entries:
-                conn.executemany(_CACHE_PUT, entries)
+                conn.executemany(_SQL.cache_put, entries)
                 if self.cache_limit is not None:
-                    conn.execute(_CACHE_TRIM, (self.cache_limit,))
+                    conn.execute(_SQL.cache_trim, (self.cache_limit,))
             conn.execute("COMMIT")
         except Exception:
             if log_failure:
