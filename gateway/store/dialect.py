@@ -6,8 +6,8 @@ for claims made at once, and the score cache's ordering key. `Statements`
 builds from one every statement an engine runs, so the engines only hold
 their drivers, connections, and what only one of them has (PostgreSQL's
 LISTEN/NOTIFY, SQLite's sweep at start). The search and stats queries
-(`gateway.store.queries`) and the record upsert (`records.upsert_sql`) are
-written with it too.
+(`gateway.store.queries`), the record upsert (`records.upsert_sql`) and the
+migrations (`gateway.store.migrations`) are written with it too.
 """
 
 from __future__ import annotations
