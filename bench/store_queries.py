@@ -705,7 +705,7 @@ def _counts_line(counts: dict[str, int]) -> str:
 async def bench_sqlite(folder: Path, records: Records, settings: Settings) -> EngineResult:
     path = folder / "scores.db"
     store = SQLiteStore(path)
-    store.start()  # migrations and triggers; nothing to sweep in a new file
+    await store.open()  # migrations and triggers; nothing to sweep in a new file
     await store.close()
     _log(f"sqlite: loading {records.count:,} records into {path}")
     started = time.monotonic()
@@ -749,7 +749,7 @@ async def bench_sqlite(folder: Path, records: Records, settings: Settings) -> En
 
     experiments = []
     store = SQLiteStore(path)
-    store.start(sweep_pending=False)  # keep the pending records pending
+    await store.open(sweep_pending=False)  # keep the pending records pending
     try:
         timings = await run_cases(store, cases(records.end), settings, explain, SQLITE)
         http = await time_page_building(store, settings)

@@ -4,9 +4,10 @@
 - `PostgresStore`: a shared PostgreSQL database (`store.url`), for several
   gateways and scorers on any host.
 
-`open_store(settings.store)` picks the engine; schemas are versioned
-migrations (`gateway.store.migrations`) run when a store opens, or by
-`bias-gateway migrate`.
+`open_store(settings.store)` picks the engine. Both speak the SQL of one place
+(`gateway.store.dialect`) and commit through one writer (`gateway.store.writer`);
+schemas are versioned migrations (`gateway.store.migrations`) run when a store
+opens, or by `bias-gateway migrate`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from gateway.config import StoreSettings
 from gateway.store.base import Store
 from gateway.store.postgres import PostgresStore, redacted_url
 from gateway.store.records import FINAL_STATUSES, CacheEntry, ScoreRecord, Status, StoreError
-from gateway.store.sqlite import ScoreStore, SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 
 __all__ = [
     "FINAL_STATUSES",
@@ -23,7 +24,6 @@ __all__ = [
     "PostgresStore",
     "SQLiteStore",
     "ScoreRecord",
-    "ScoreStore",
     "Status",
     "Store",
     "StoreError",

@@ -13,9 +13,9 @@ __all__ = ["Store"]
 class Store(Protocol):
     """Score records and cache entries, written off the request path.
 
-    `submit` and `put_cache` return at once; a single writer commits in
-    submission order, so a run's `pending` record never overtakes its final
-    one. `get` flushes first, so it sees everything submitted before it.
+    `submit` and `put_cache` return at once, from any thread; a single writer
+    commits in submission order, so a run's `pending` record never overtakes its
+    final one. `get` flushes first, so it sees everything submitted before it.
     """
 
     engine: str  # "sqlite" or "postgresql"

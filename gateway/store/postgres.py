@@ -1,17 +1,16 @@
 """The score store on PostgreSQL, shared by every gateway (and scorer) that reaches it.
 
-The same contract as the SQLite engine: `submit()` returns at once and a
-single writer task commits what was submitted, in order, up to `batch_max`
-records a transaction; a batch that fails is retried record by record, so one
-bad record is all that is lost. Reads go through the same small pool.
+The same contract as the SQLite engine: `submit()` returns at once and the
+store's writer (`gateway.store.writer`) commits what was submitted, in order,
+up to `batch_max` records at a time, each batch one executemany. Reads go
+through the same small pool.
 
 Several replicas start at once safely: migrations run under an advisory lock
 (`gateway.store.migrations`). Unlike SQLite, a starting replica never sweeps
 `pending` records: on a shared database they may be other replicas' live
 work. Work a dead process held comes back when its lease lapses (`expire`).
 
-The driver is asyncpg; see the README ("Running several gateways") for the
-measurement behind the choice.
+The driver is asyncpg; the README ("Running several gateways") says why.
 """
 
 from __future__ import annotations
@@ -20,8 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from gateway.store.dialect import POSTGRES, Statements
 from gateway.store.migrations import migrate_postgres
@@ -39,11 +37,11 @@ from gateway.store.records import (
     CacheEntry,
     ScoreRecord,
     StoreError,
-    batch_rows,
     check_record,
     record_from_row,
     record_row,
 )
+from gateway.store.writer import Batch, Writer
 from guard.outputs import valid_text
 
 __all__ = ["WORK_CHANNEL", "PostgresStore", "redacted_url"]
@@ -51,19 +49,14 @@ __all__ = ["WORK_CHANNEL", "PostgresStore", "redacted_url"]
 logger = logging.getLogger("gateway.store")
 
 _SQL = Statements.of(POSTGRES)
-# New work wakes idle scorers: a NOTIFY after the commit that stores it, delivered
-# to every session LISTENing (`wait_for_work`).
+# New work wakes idle scorers: a NOTIFY once the batch that stores it is committed,
+# delivered to every session LISTENing (`wait_for_work`).
 WORK_CHANNEL = "bias_work"
 
 
 def _count(tag: str) -> int:
     """The row count of asyncpg's command tag ("UPDATE 3")."""
     return int(tag.split()[-1])
-
-
-def _unclaimed_work(record: ScoreRecord) -> bool:
-    """Work no process has leased: an external scorer's to take."""
-    return record.status == "pending" and record.work is not None and record.leased_by is None
 
 
 def redacted_url(url: str) -> str:
@@ -78,17 +71,8 @@ def redacted_url(url: str) -> str:
 
 async def _keep_session(connection: Any) -> None:
     """The pool's `reset` on release: nothing. The store changes no session state (no
-    SET, no LISTEN, no session locks), and skipping asyncpg's reset query took point
-    lookups from 2,543 to 4,309 a second at c=1 (bench/results/store-drivers-2026-12-01-1315.md)."""
-
-
-@dataclass(slots=True)
-class _Barrier:
-    future: asyncio.Future[None]
-
-
-class _Stop:
-    pass
+    SET, no LISTEN, no session locks), and asyncpg's reset query would cost every
+    lookup a round trip (bench/results/store-drivers-2026-12-01-1315.md)."""
 
 
 def _to_row(record: ScoreRecord) -> tuple[object, ...]:
@@ -103,23 +87,16 @@ def _postgres_text(value: str) -> str:
 class PostgresStore:
     """Score records in PostgreSQL. `await open()` before use, `await close()` at the end."""
 
-    engine = "postgresql"
+    engine = POSTGRES.name
 
     def __init__(
         self, url: str, *, batch_max: int = 512, linger: float = 0.005, pool_size: int = 4
     ) -> None:
-        if batch_max < 1:
-            raise ValueError(f"batch_max must be >= 1, got {batch_max}")
         self._url = url
-        self._batch_max = batch_max
-        self._linger = linger
         self._pool_size = pool_size
         self._pool: Any = None
         self._reads: Any = None
-        self._queue: asyncio.Queue[ScoreRecord | CacheEntry | _Barrier | _Stop] = asyncio.Queue()
-        self._writer: asyncio.Task[None] | None = None
-        self._cache_limit: int | None = None
-        self._state: Literal["new", "running", "closed"] = "new"
+        self._writer = Writer(self._write_batch, _to_row, batch_max=batch_max, linger=linger)
         self._listener: Any = None  # a connection of its own, outside the pool
         self._woken = asyncio.Event()
 
@@ -131,8 +108,7 @@ class PostgresStore:
         on a shared database a `pending` record may be another replica's live work."""
         import asyncpg
 
-        if self._state != "new":
-            raise RuntimeError("the score store can only be opened once")
+        self._writer.require_new()
         try:
             self._pool = await asyncpg.create_pool(
                 self._url,
@@ -145,8 +121,8 @@ class PostgresStore:
                 applied = await migrate_postgres(conn)
             # Search and stats get a pool of their own that plans every query for its
             # values: a prepared statement's generic plan guessed a tiny time window and
-            # made one key's 7-day stats 7x slower (381 against 52 ms at 1M records,
-            # bench/results/store-queries-2026-12-01-1542.md).
+            # made wide-window stats many times slower
+            # (bench/results/store-queries-2026-12-01-1542.md).
             self._reads = await asyncpg.create_pool(
                 self._url,
                 min_size=0,
@@ -162,29 +138,20 @@ class PostgresStore:
             raise StoreError(f"cannot open score store {self.describe()}: {exc}") from exc
         if applied:
             logger.info("score store %s migrated to version %d", self.describe(), applied[-1])
-        self._writer = asyncio.create_task(self._run(), name="gateway-store-writer")
-        self._state = "running"
+        self._writer.start()
 
-    def _require(self, state: str = "running") -> None:
-        if self._state != state:
-            raise RuntimeError(
-                f"the score store is {'closed' if self._state == 'closed' else 'not started'}"
-            )
+    def _require(self) -> None:
+        self._writer.require()
 
     def submit(self, record: ScoreRecord) -> None:
-        """Queue an upsert of the whole record; returns at once (on the store's loop)."""
-        snapshot = check_record(record)
-        self._require()
-        self._queue.put_nowait(snapshot)
+        """Queue an upsert of the whole record; returns at once, from any thread."""
+        self._writer.put(check_record(record))
 
     def keep_cache(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"limit must be >= 1, got {limit}")
-        self._cache_limit = limit
+        self._writer.keep_cache(limit)
 
     def put_cache(self, entry: CacheEntry) -> None:
-        self._require()
-        self._queue.put_nowait(entry)
+        self._writer.put(entry)
 
     async def cached(self, limit: int) -> list[CacheEntry]:
         """The `limit` newest stored cache entries, oldest first."""
@@ -200,15 +167,7 @@ class PostgresStore:
 
     async def flush(self) -> None:
         """Wait until every record submitted before this call is committed."""
-        if self._state == "new":
-            raise RuntimeError("the score store is not started")
-        if self._state == "closed":
-            if self._writer is not None:
-                await asyncio.shield(self._writer)
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Barrier(future))
-        await future
+        await self._writer.flush()
 
     async def get(self, run_id: str) -> ScoreRecord | None:
         await self.flush()
@@ -335,118 +294,29 @@ class PostgresStore:
 
     async def close(self) -> None:
         """Commit what was submitted, stop the writer and close the pool. Idempotent."""
-        state, self._state = self._state, "closed"
-        if state == "running":
-            self._queue.put_nowait(_Stop())
-        if self._writer is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._writer)
+        await self._writer.stop()
         if self._listener is not None:
             listener, self._listener = self._listener, None
             with contextlib.suppress(Exception):  # closing: a dead connection is fine
                 await listener.close()
-        for pool in (self._reads, self._pool):
+        pools, self._reads, self._pool = (self._reads, self._pool), None, None
+        for pool in pools:
             if pool is not None:
                 await pool.close()
-        self._reads = self._pool = None
 
-    # -- the writer task ----------------------------------------------------------
-
-    async def _run(self) -> None:
-        stop = False
-        while not stop:
-            items, barriers, stop = await self._next_batch()
-            try:
-                await self._write(items)
-            except Exception:  # the writer must outlive any one failure
-                logger.exception("score store writer failed on a batch of %d", len(items))
-            for barrier in barriers:
-                if not barrier.future.done():
-                    barrier.future.set_result(None)
-
-    async def _next_batch(
-        self,
-    ) -> tuple[list[ScoreRecord | CacheEntry], list[_Barrier], bool]:
-        items: list[ScoreRecord | CacheEntry] = []
-        barriers: list[_Barrier] = []
-        item = await self._queue.get()
-        deadline: float | None = None
-        while True:
-            if isinstance(item, _Stop):
-                return items, barriers, True
-            if isinstance(item, _Barrier):
-                barriers.append(item)
-                return items, barriers, False
-            items.append(item)
-            if len(items) >= self._batch_max:
-                return items, barriers, False
-            try:
-                item = self._queue.get_nowait()
-                continue
-            except asyncio.QueueEmpty:
-                pass
-            # As on SQLite: a short linger lets a burst share one commit.
-            if deadline is None:
-                deadline = time.monotonic() + self._linger
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return items, barriers, False
-            try:
-                item = await asyncio.wait_for(self._queue.get(), remaining)
-            except TimeoutError:
-                return items, barriers, False
-
-    async def _write(self, items: list[ScoreRecord | CacheEntry]) -> None:
-        rows, entries = batch_rows(items, _to_row)
-        if not rows and not entries:
-            return
-        wake = any(isinstance(item, ScoreRecord) and _unclaimed_work(item) for item in items)
-        if len(rows) + len(entries) == 1:
-            await self._commit(rows, entries, log_failure=True, wake=wake)
-            return
-        if await self._commit(rows, entries, log_failure=False, wake=wake):
-            return
-        logger.warning(
-            "a batch of %d score records and %d cache entries failed; storing them one by one",
-            len(rows),
-            len(entries),
-        )
-        for row in rows:
-            await self._commit([row], [], log_failure=True, wake=wake)
-        for entry in entries:
-            await self._commit([], [entry], log_failure=True)
-
-    async def _commit(
-        self,
-        rows: list[tuple[object, ...]],
-        entries: list[tuple[str, str, float]],
-        *,
-        log_failure: bool,
-        wake: bool = False,
-    ) -> bool:
-        try:
-            async with self._pool.acquire() as conn:
-                if entries:
-                    async with conn.transaction():
-                        if rows:
-                            await conn.executemany(_SQL.upsert, rows)
-                        await conn.executemany(_SQL.cache_put, entries)
-                        if self._cache_limit is not None:
-                            await conn.execute(_SQL.cache_trim, self._cache_limit)
-                elif rows:
-                    # executemany is one transaction of its own: no BEGIN and COMMIT
-                    # round trips (4 became 2 with the NOTIFY; bench/scaleout.py).
-                    await conn.executemany(_SQL.upsert, rows)
-                if wake:
-                    # After the commit, so that a woken scorer finds the work.
-                    await conn.execute(f"NOTIFY {WORK_CHANNEL}")
-        except Exception:
-            if log_failure:
-                logger.exception(
-                    "could not store %d score records (run_id %s) and %d cache entries",
-                    len(rows),
-                    ", ".join(str(row[0]) for row in rows) or "-",
-                    len(entries),
-                )
-            return False
-        return True
+    async def _write_batch(self, batch: Batch) -> None:
+        """The writer's commit: one executemany, then the NOTIFY of new work."""
+        async with self._pool.acquire() as conn:
+            if batch.entries:
+                async with conn.transaction():
+                    if batch.rows:
+                        await conn.executemany(_SQL.upsert, batch.rows)
+                    await conn.executemany(_SQL.cache_put, batch.entries)
+                    if batch.cache_limit is not None:
+                        await conn.execute(_SQL.cache_trim, batch.cache_limit)
+            elif batch.rows:
+                # executemany is one transaction of its own: no BEGIN and COMMIT round trips.
+                await conn.executemany(_SQL.upsert, batch.rows)
+            if batch.announce:
+                # After the commit, so that a woken scorer finds the work.
+                await conn.execute(f"NOTIFY {WORK_CHANNEL}")

@@ -7,6 +7,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -115,6 +116,23 @@ async def test_text_the_database_cannot_hold_is_repaired(open_store_at: OpenStor
     assert stored is not None
     assert stored.reason == "lone \ufffd surrogate"
     assert stored.completion in ("nul \x00 byte", "nul \ufffd byte")  # SQLite keeps NUL
+
+
+@pytest.mark.parametrize("where", ["loop", "thread"])
+async def test_a_record_is_committed_without_a_flush(open_store_at: OpenStore, where: str) -> None:
+    """The writer wakes for a lone record: nothing but the submit asks it to commit."""
+    store = await open_store_at()
+    reader = await open_store_at(sweep_pending=False)  # its reads flush nothing of store's
+    if where == "loop":
+        store.submit(record())
+    else:
+        thread = threading.Thread(target=store.submit, args=(record(),))
+        thread.start()
+        thread.join()
+    deadline = time.monotonic() + 10
+    while (await reader.status_counts())["pending"] == 0:
+        assert time.monotonic() < deadline, "the record was never committed"
+        await asyncio.sleep(0.01)
 
 
 async def test_later_submissions_win_in_order(open_store_at: OpenStore) -> None:
