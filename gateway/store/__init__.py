@@ -4,10 +4,11 @@
 - `PostgresStore`: a shared PostgreSQL database (`store.url`), for several
   gateways and scorers on any host.
 
-`open_store(settings.store)` picks the engine. Both speak the SQL of one place
-(`gateway.store.dialect`) and commit through one writer (`gateway.store.writer`);
-schemas are versioned migrations (`gateway.store.migrations`) run when a store
-opens, or by `bias-gateway migrate`.
+`open_store(settings.store)` picks the engine; what sets the engines apart is
+said by `Store.shared` and `Store.notifies`, not by their names. Both speak
+the SQL of one place (`gateway.store.dialect`) and commit through one writer
+(`gateway.store.writer`); schemas are versioned migrations
+(`gateway.store.migrations`) run when a store opens, or by `bias-gateway migrate`.
 """
 
 from __future__ import annotations

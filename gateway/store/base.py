@@ -18,7 +18,12 @@ class Store(Protocol):
     final one. `get` flushes first, so it sees everything submitted before it.
     """
 
-    engine: str  # "sqlite" or "postgresql"
+    engine: str  # "sqlite" or "postgresql", for telling people
+    # Gateways and scorers on any host share it, the score cache included (PostgreSQL).
+    shared: bool
+    # New work is announced to every listener (`listen`, `wait_for_work`); without it a
+    # waiting scorer only hears of work when it next looks.
+    notifies: bool
 
     def describe(self) -> str:
         """Where the store is, safe to log (no password)."""

@@ -88,6 +88,8 @@ class PostgresStore:
     """Score records in PostgreSQL. `await open()` before use, `await close()` at the end."""
 
     engine = POSTGRES.name
+    shared = True  # gateways and scorers on any host share it, the score cache too
+    notifies = True  # new work is announced (LISTEN/NOTIFY)
 
     def __init__(
         self, url: str, *, batch_max: int = 512, linger: float = 0.005, pool_size: int = 4

@@ -152,6 +152,8 @@ class SQLiteStore:
     """
 
     engine = SQLITE.name
+    shared = False  # one host's processes, on one file
+    notifies = False
 
     def __init__(self, path: str | Path, *, batch_max: int = 512, linger: float = 0.005) -> None:
         self._path = Path(path)

@@ -77,6 +77,10 @@ async def test_the_engine_is_the_one_configured(engine: str, open_store_at: Open
     store = await open_store_at()
     assert store.engine == engine
     assert isinstance(store, PostgresStore if engine == "postgresql" else SQLiteStore)
+    # What sets the engines apart for their callers: a database every host shares,
+    # that announces new work.
+    capabilities = {"sqlite": (False, False), "postgresql": (True, True)}[engine]
+    assert (store.shared, store.notifies) == capabilities
 
 
 async def test_a_record_comes_back_as_it_went_in(open_store_at: OpenStore) -> None:
