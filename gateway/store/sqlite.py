@@ -248,9 +248,8 @@ class SQLiteStore:
 
     def _rows(self, sql: str, values: tuple[object, ...] | list[object] = ()) -> list[Any]:
         with self._read_lock:
-            if self._reader is None:
-                self._writer.require()
-                raise RuntimeError("the score store is not started")
+            if self._reader is None:  # closed since the read began
+                raise RuntimeError("the score store is closed")
             return list(self._reader.execute(sql, values).fetchall())
 
     async def _read(self, sql: str, values: tuple[object, ...] | list[object] = ()) -> list[Any]:
