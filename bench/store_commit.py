@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gateway.store import ScoreRecord, ScoreStore
+from gateway.store import ScoreRecord, SQLiteStore
 
 RECORDS = 6000
 RATE = 2000.0
@@ -22,8 +22,8 @@ RATE = 2000.0
 
 async def run(linger: float | None, folder: Path) -> float:
     """CPU microseconds per record; `linger=None` paces the loop without storing (baseline)."""
-    store = ScoreStore(folder / f"linger-{linger}.db", linger=linger or 0.0)
-    store.start()
+    store = SQLiteStore(folder / f"linger-{linger}.db", linger=linger or 0.0)
+    await store.open()
     result = {"runId": "x", "analyzeStepResult": {"results": [{"result": "no", "reason": "r"}]}}
     cpu = time.process_time()
     started = time.perf_counter()

@@ -78,6 +78,7 @@ from typing import Any
 
 from bench.machine import cpu_model, source_note
 from gateway.store import PostgresStore, SQLiteStore
+from gateway.store.dialect import POSTGRES, SQLITE, Dialect
 from gateway.store.queries import ScoreQuery, StatsQuery, p90_sql, search_sql, stats_sql
 from gateway.store.records import COLUMNS
 from guard import AnalyzeStepResult, BiasResult, PreprocessStepResult, Usage, Verdict
@@ -364,15 +365,17 @@ def cases(end: float) -> list[Case]:
     ]
 
 
-def _sql(case: Case, query: ScoreQuery | None, style: str) -> list[tuple[str, str, list[object]]]:
-    """(label, sql, values) of what the case runs, in `style`."""
+def _sql(
+    case: Case, query: ScoreQuery | None, dialect: Dialect
+) -> list[tuple[str, str, list[object]]]:
+    """(label, sql, values) of what the case runs, in `dialect`."""
     if case.stats is not None:
         return [
-            ("stats", *stats_sql(case.stats, style)),
-            ("p90", *p90_sql(case.stats, style)),
+            ("stats", *stats_sql(case.stats, dialect)),
+            ("p90", *p90_sql(case.stats, dialect)),
         ]
     assert query is not None
-    return [("search", *search_sql(query, style))]
+    return [("search", *search_sql(query, dialect))]
 
 
 # -- plans ------------------------------------------------------------------------------
@@ -568,7 +571,7 @@ async def run_cases(
     case_list: list[Case],
     settings: Settings,
     explain: Callable[[str, str, list[object], bool], Awaitable[Plan]],
-    style: str,
+    dialect: Dialect,
     used: Callable[[str], Awaitable[tuple[int, int]]] | None = None,
 ) -> list[Timing]:
     timings = []
@@ -585,7 +588,7 @@ async def run_cases(
                 return len(await store.stats(case.stats))
             return len(await store.search(query))
 
-        statements = _sql(case, query, style)
+        statements = _sql(case, query, dialect)
         before = {sql: await used(sql) for _, sql, _ in statements} if used else {}
         times, rows = await time_calls(call, settings)
         timing = Timing(case.name, times, rows)
@@ -696,7 +699,7 @@ def _counts_line(counts: dict[str, int]) -> str:
 async def bench_sqlite(folder: Path, records: Records, settings: Settings) -> EngineResult:
     path = folder / "scores.db"
     store = SQLiteStore(path)
-    store.start()  # migrations and triggers; nothing to sweep in a new file
+    await store.open()  # migrations and triggers; nothing to sweep in a new file
     await store.close()
     _log(f"sqlite: loading {records.count:,} records into {path}")
     started = time.monotonic()
@@ -740,9 +743,9 @@ async def bench_sqlite(folder: Path, records: Records, settings: Settings) -> En
 
     experiments = []
     store = SQLiteStore(path)
-    store.start(sweep_pending=False)  # keep the pending records pending
+    await store.open(sweep_pending=False)  # keep the pending records pending
     try:
-        timings = await run_cases(store, cases(records.end), settings, explain, "qmark")
+        timings = await run_cases(store, cases(records.end), settings, explain, SQLITE)
         http = await time_page_building(store, settings)
         if settings.http:
             with gateway_app({"path": str(path)}) as url:
@@ -764,7 +767,7 @@ async def bench_sqlite(folder: Path, records: Records, settings: Settings) -> En
             explainer.close()  # a fresh one, which knows the new indexes
             explainer = sqlite3.connect(f"file:{path}?mode=ro", uri=True, cached_statements=0)
             stats_cases = [case for case in cases(records.end) if case.stats is not None]
-            again = await run_cases(store, stats_cases, settings, explain, "qmark")
+            again = await run_cases(store, stats_cases, settings, explain, SQLITE)
             made = "; ".join(f"`{statement}`" for statement in SQLITE_SUGGESTED)
             size_text = ", ".join(f"{n} {b / 2**20:,.0f} MiB" for n, b in sizes_now)
             experiments.append(
@@ -848,7 +851,7 @@ async def bench_postgres(cluster: Any, records: Records, settings: Settings) -> 
     await store.open()
     used = functools.partial(plans_used, store)
     try:
-        timings = await run_cases(store, cases(records.end), settings, explain, "numeric", used)
+        timings = await run_cases(store, cases(records.end), settings, explain, POSTGRES, used)
         http = await time_page_building(store, settings)
         if settings.http:
             with gateway_app({"url": url}) as gateway_url:
@@ -899,7 +902,7 @@ async def postgres_suggestions(
     async with store._pool.acquire() as conn:
         for statement in POSTGRES_SESSION:
             await conn.execute(statement)
-    again = await run_cases(store, stats_cases, settings, explain, "numeric", used)
+    again = await run_cases(store, stats_cases, settings, explain, POSTGRES, used)
     session = "; ".join(f"`{statement}`" for statement in POSTGRES_SESSION)
     experiments.append(
         ("custom plans, no JIT", f"{session} on the store's pooled connection", again)
@@ -907,7 +910,7 @@ async def postgres_suggestions(
 
     heavy = next(case for case in stats_cases if case.name.startswith("stats 30 days"))
     assert heavy.stats is not None
-    sql, values = stats_sql(heavy.stats, "numeric")
+    sql, values = stats_sql(heavy.stats, POSTGRES)
     one_pass = sql.replace(
         " FROM scores s", ", percentile_disc(0.9) WITHIN GROUP (ORDER BY s.score) FROM scores s", 1
     )
@@ -941,7 +944,7 @@ async def postgres_suggestions(
     index_sizes = await explainer.fetch(
         "SELECT relname, pg_relation_size(oid) FROM pg_class WHERE relname LIKE 'bench_%'"
     )
-    again = await run_cases(store, stats_cases, settings, explain, "numeric", used)
+    again = await run_cases(store, stats_cases, settings, explain, POSTGRES, used)
     made = "; ".join(f"`{statement}`" for statement in POSTGRES_SUGGESTED)
     size_text = ", ".join(f"{name} {size / 2**20:,.0f} MiB" for name, size in index_sizes)
     experiments.append(

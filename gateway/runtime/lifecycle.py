@@ -119,14 +119,13 @@ async def score_cache(settings: Settings, store: Store) -> ScoreCache | None:
     size = settings.judge.cache_size
     if not size:
         return None
-    shared = store.engine == "postgresql"
-    if not (settings.judge.cache_persist or shared):
+    if not (settings.judge.cache_persist or store.shared):
         return ScoreCache(size)
     store.keep_cache(size)
     cache = ScoreCache(
         size,
         on_add=lambda key, entry: store.put_cache(CacheEntry(key, entry)),
-        lookup=store.cache_get if shared else None,
+        lookup=store.cache_get if store.shared else None,
     )
     cache.preload((entry.key, entry.result) for entry in await store.cached(size))
     if len(cache):
@@ -159,7 +158,8 @@ async def scoring_runtime(
 ) -> AsyncIterator[ScoringRuntime]:
     """Open the store, start the client, the judge, `Scoring` and its `Claimer`; on
     exit stop claiming, drain (`queue.drain_deadline`) and close them, in that order.
-    Injected parts (`judge`, `upstream`, `telemetry`) are used, not built."""
+    Injected parts (`judge`, `upstream`, `telemetry`) are used, not built. `idle_wait`:
+    how often the `Claimer` looks for work on a store that does not announce it."""
     tracing = telemetry or Telemetry.from_settings(settings.telemetry)
     tracing.install_global()
     store = open_store(settings.store)
@@ -171,6 +171,8 @@ async def scoring_runtime(
         settings, store, bias_judge, tracing, metrics, scorer_process=scorer_process
     )
     scoring.start()
+    if store.notifies:  # work is announced: no need to look for it more often
+        idle_wait = None
     claimer = Claimer(store, scoring, settings, metrics=metrics, pull=pull, idle_wait=idle_wait)
     claimer.start()
     try:

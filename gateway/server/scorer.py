@@ -38,8 +38,8 @@ __all__ = ["ScorerState", "create_scorer_app"]
 
 log = structlog.get_logger("gateway.scorer")
 
-# An external scorer on SQLite hears of no new work (no NOTIFY): it looks this often.
-_SQLITE_IDLE_WAIT = 0.1
+# An external scorer on a store that announces no new work (SQLite) looks this often.
+_UNANNOUNCED_IDLE_WAIT = 0.1
 
 
 @dataclass
@@ -74,7 +74,7 @@ def create_scorer_app(
             sweep_pending=False,
             pull=True,
             scorer_process=True,
-            idle_wait=_SQLITE_IDLE_WAIT if settings.store.url is None else None,
+            idle_wait=_UNANNOUNCED_IDLE_WAIT,  # unless the store notifies
         ) as runtime:
             scoring = runtime.scoring
             state = ScorerState(

@@ -4,9 +4,11 @@
 - `PostgresStore`: a shared PostgreSQL database (`store.url`), for several
   gateways and scorers on any host.
 
-`open_store(settings.store)` picks the engine; schemas are versioned
-migrations (`gateway.store.migrations`) run when a store opens, or by
-`bias-gateway migrate`.
+`open_store(settings.store)` picks the engine; what sets the engines apart is
+said by `Store.shared` and `Store.notifies`, not by their names. Both speak
+the SQL of one place (`gateway.store.dialect`) and commit through one writer
+(`gateway.store.writer`); schemas are versioned migrations
+(`gateway.store.migrations`) run when a store opens, or by `bias-gateway migrate`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from gateway.config import StoreSettings
 from gateway.store.base import Store
 from gateway.store.postgres import PostgresStore, redacted_url
 from gateway.store.records import FINAL_STATUSES, CacheEntry, ScoreRecord, Status, StoreError
-from gateway.store.sqlite import ScoreStore, SQLiteStore
+from gateway.store.sqlite import SQLiteStore
 
 __all__ = [
     "FINAL_STATUSES",
@@ -23,7 +25,6 @@ __all__ = [
     "PostgresStore",
     "SQLiteStore",
     "ScoreRecord",
-    "ScoreStore",
     "Status",
     "Store",
     "StoreError",

@@ -13,12 +13,17 @@ __all__ = ["Store"]
 class Store(Protocol):
     """Score records and cache entries, written off the request path.
 
-    `submit` and `put_cache` return at once; a single writer commits in
-    submission order, so a run's `pending` record never overtakes its final
-    one. `get` flushes first, so it sees everything submitted before it.
+    `submit` and `put_cache` return at once, from any thread; a single writer
+    commits in submission order, so a run's `pending` record never overtakes its
+    final one. `get` flushes first, so it sees everything submitted before it.
     """
 
-    engine: str  # "sqlite" or "postgresql"
+    engine: str  # "sqlite" or "postgresql", for telling people
+    # Gateways and scorers on any host share it, the score cache included (PostgreSQL).
+    shared: bool
+    # New work is announced to every listener (`listen`, `wait_for_work`); without it a
+    # waiting scorer only hears of work when it next looks.
+    notifies: bool
 
     def describe(self) -> str:
         """Where the store is, safe to log (no password)."""

@@ -1,8 +1,9 @@
 """Versioned schema migrations for both engines, run at start or by `bias-gateway migrate`.
 
-Each `Migration` has a version, what it does, and its steps for SQLite and for
-PostgreSQL. The table `schema_migrations (version, description, applied_at)`
-records what ran. Several processes starting at once is safe: SQLite runs the
+Each `Migration` has a version, what it does, and its steps, written once for
+both engines in the templates of `gateway.store.dialect` (`{real}`, `{boolean}`,
+...). The table `schema_migrations (version, description, applied_at)` records
+what ran. Several processes starting at once is safe: SQLite runs the
 migrations under its write lock (`BEGIN IMMEDIATE`) and PostgreSQL under a
 transaction-scoped advisory lock, and each reads what is applied only once it
 holds the lock. A database whose schema is newer than this gateway knows is
@@ -20,30 +21,65 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.store.dialect import POSTGRES, SQLITE, Dialect
 from gateway.store.records import StoreError
 
-__all__ = ["MIGRATIONS", "Migration", "latest_version", "migrate_postgres", "migrate_sqlite"]
+__all__ = [
+    "MIGRATIONS",
+    "Columns",
+    "Migration",
+    "Native",
+    "latest_version",
+    "migrate_postgres",
+    "migrate_sqlite",
+    "step_sql",
+]
 
 # Any fixed number: it names "the migration lock" among the database's advisory locks.
 _ADVISORY_LOCK = 726_150_411
 
-_SQLITE_V1 = """
-CREATE TABLE IF NOT EXISTS scores (
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """Columns of `scores` added where missing, as (name, declaration template)."""
+
+    columns: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Native:
+    """What each engine says its own way (the category triggers)."""
+
+    sqlite: tuple[str, ...]
+    postgres: tuple[str, ...]
+
+
+Step = str | Columns | Native  # a str: one statement, a template of the dialect's types
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    description: str
+    steps: tuple[Step, ...]
+
+
+_SCORES_V1 = """CREATE TABLE IF NOT EXISTS scores (
     run_id TEXT PRIMARY KEY,
     status TEXT NOT NULL,
-    created_at REAL NOT NULL,
+    created_at {real} NOT NULL,
     model TEXT,
     api TEXT,
     key_name TEXT,
     mode TEXT,
-    stream INTEGER NOT NULL DEFAULT 0,
-    partial INTEGER NOT NULL DEFAULT 0,
-    truncated INTEGER NOT NULL DEFAULT 0,
-    score REAL,
+    stream {boolean} NOT NULL DEFAULT {false},
+    partial {boolean} NOT NULL DEFAULT {false},
+    truncated {boolean} NOT NULL DEFAULT {false},
+    score {real},
     verdict TEXT,
     reason TEXT,
     reason_status TEXT,
@@ -55,166 +91,72 @@ CREATE TABLE IF NOT EXISTS scores (
     request_id TEXT,
     prompt TEXT,
     completion TEXT,
-    updated_at REAL
-);
-CREATE INDEX IF NOT EXISTS scores_status ON scores (status);
-CREATE INDEX IF NOT EXISTS scores_created_at ON scores (created_at);
-CREATE TABLE IF NOT EXISTS score_cache (
-    seq INTEGER PRIMARY KEY,
+    updated_at {real}
+)"""
+_CACHE_V1 = """CREATE TABLE IF NOT EXISTS score_cache (
+    seq {serial},
     key TEXT NOT NULL UNIQUE,
     result TEXT NOT NULL,
-    stored_at REAL NOT NULL
+    stored_at {real} NOT NULL
+)"""
+
+# Version 1, and the columns that SQLite files from before versioning may lack.
+_V1: tuple[Step, ...] = (
+    _SCORES_V1,
+    "CREATE INDEX IF NOT EXISTS scores_status ON scores (status)",
+    "CREATE INDEX IF NOT EXISTS scores_created_at ON scores (created_at)",
+    _CACHE_V1,
+    Columns(
+        (
+            ("api", "TEXT"),
+            ("truncated", "{boolean} NOT NULL DEFAULT {false}"),
+            ("reason_status", "TEXT"),
+            ("judge_calls", "INTEGER"),
+            ("judge_tokens", "INTEGER"),
+        )
+    ),
 )
-"""
-
-_POSTGRES_V1 = """
-CREATE TABLE IF NOT EXISTS scores (
-    run_id TEXT PRIMARY KEY,
-    status TEXT NOT NULL,
-    created_at DOUBLE PRECISION NOT NULL,
-    model TEXT,
-    api TEXT,
-    key_name TEXT,
-    mode TEXT,
-    stream BOOLEAN NOT NULL DEFAULT FALSE,
-    partial BOOLEAN NOT NULL DEFAULT FALSE,
-    truncated BOOLEAN NOT NULL DEFAULT FALSE,
-    score DOUBLE PRECISION,
-    verdict TEXT,
-    reason TEXT,
-    reason_status TEXT,
-    status_reason TEXT,
-    judge_calls INTEGER,
-    judge_tokens INTEGER,
-    result TEXT,
-    response_id TEXT,
-    request_id TEXT,
-    prompt TEXT,
-    completion TEXT,
-    updated_at DOUBLE PRECISION
-);
-CREATE INDEX IF NOT EXISTS scores_status ON scores (status);
-CREATE INDEX IF NOT EXISTS scores_created_at ON scores (created_at);
-CREATE TABLE IF NOT EXISTS score_cache (
-    seq BIGSERIAL PRIMARY KEY,
-    key TEXT NOT NULL UNIQUE,
-    result TEXT NOT NULL,
-    stored_at DOUBLE PRECISION NOT NULL
-);
-"""
-
-# Columns that files from before versioning may lack, with their declarations.
-_LEGACY_COLUMNS = {
-    "api": "TEXT",
-    "truncated": "INTEGER NOT NULL DEFAULT 0",
-    "reason_status": "TEXT",
-    "judge_calls": "INTEGER",
-    "judge_tokens": "INTEGER",
-}
-
-
-def _sqlite_v1(conn: sqlite3.Connection) -> None:
-    for statement in _SQLITE_V1.split(";"):
-        conn.execute(statement)
-    present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
-    for name, declaration in _LEGACY_COLUMNS.items():
-        if name not in present:
-            conn.execute(f"ALTER TABLE scores ADD COLUMN {name} {declaration}")
-
 
 # Version 2: durable monitor work. A pending record holds what a scorer needs
-# (`work`), and a claim on it is a lease; the partial index serves the claim,
+# (`work`), and a claim on it is a lease; the partial indexes serve the claim,
 # the lease sweep and the heartbeat, which all look at pending records only.
-_WORK_COLUMNS = (
-    ("work", "TEXT"),
-    ("attempts", "INTEGER NOT NULL DEFAULT 0"),
-    ("lease_until", "{real}"),
-    ("leased_by", "TEXT"),
+_V2: tuple[Step, ...] = (
+    Columns(
+        (
+            ("work", "TEXT"),
+            ("attempts", "INTEGER NOT NULL DEFAULT 0"),
+            ("lease_until", "{real}"),
+            ("leased_by", "TEXT"),
+        )
+    ),
+    "CREATE INDEX IF NOT EXISTS scores_pending ON scores (created_at) WHERE status = 'pending'",
+    # The heartbeat and the release find a holder's leases by it, not by a scan of
+    # every pending record.
+    "CREATE INDEX IF NOT EXISTS scores_leased ON scores (leased_by) WHERE status = 'pending'",
 )
-_PENDING_INDEX = (
-    "CREATE INDEX IF NOT EXISTS scores_pending ON scores (created_at) WHERE status = 'pending';"
-    # The heartbeat and the release find a holder's leases by it: without it, a scan
-    # of every pending record (40 ms at 100k pending on PostgreSQL, bench/scaleout.py).
-    "CREATE INDEX IF NOT EXISTS scores_leased ON scores (leased_by) WHERE status = 'pending'"
-)
-
-
-def _sqlite_v2(conn: sqlite3.Connection) -> None:
-    present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
-    for name, declaration in _WORK_COLUMNS:
-        if name not in present:
-            conn.execute(f"ALTER TABLE scores ADD COLUMN {name} {declaration.format(real='REAL')}")
-    for statement in _PENDING_INDEX.split(";"):
-        conn.execute(statement)
-
-
-_POSTGRES_V2 = (
-    "".join(
-        f"ALTER TABLE scores ADD COLUMN IF NOT EXISTS {name}"
-        f" {declaration.format(real='DOUBLE PRECISION')};"
-        for name, declaration in _WORK_COLUMNS
-    )
-    + _PENDING_INDEX
-)
-
 
 # Version 3: categories, and the indexes the search and stats APIs read through.
 # `score_categories` holds one row per (record, category) for the category filter
 # and group-by; triggers keep it in step with `scores.categories` (a JSON list), so
 # it changes exactly when a record does: never for a write the upsert refused.
-_SEARCH_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS scores_key_created ON scores (key_name, created_at);"
-    "CREATE INDEX IF NOT EXISTS scores_verdict_created ON scores (verdict, created_at);"
-    "CREATE INDEX IF NOT EXISTS scores_model_created ON scores (model, created_at);"
-)
-_CATEGORY_TABLE = (
-    "CREATE TABLE IF NOT EXISTS score_categories ("
-    " category TEXT NOT NULL, created_at {real} NOT NULL, run_id TEXT NOT NULL,"
-    " PRIMARY KEY (category, created_at, run_id));"
-    "CREATE INDEX IF NOT EXISTS score_categories_run ON score_categories (run_id);"
-    # A window grouped by category: an index-only range scan instead of a full one.
-    "CREATE INDEX IF NOT EXISTS score_categories_created"
-    " ON score_categories (created_at, category, run_id);"
-)
-_SQLITE_V3_TRIGGERS = """
-CREATE TRIGGER IF NOT EXISTS scores_categories_insert AFTER INSERT ON scores
+_SQLITE_TRIGGERS = (
+    """CREATE TRIGGER IF NOT EXISTS scores_categories_insert AFTER INSERT ON scores
 WHEN new.categories IS NOT NULL BEGIN
     INSERT OR IGNORE INTO score_categories (category, created_at, run_id)
     SELECT value, new.created_at, new.run_id FROM json_each(new.categories);
-END;
-CREATE TRIGGER IF NOT EXISTS scores_categories_update AFTER UPDATE OF categories ON scores
+END;""",
+    """CREATE TRIGGER IF NOT EXISTS scores_categories_update AFTER UPDATE OF categories ON scores
 BEGIN
     DELETE FROM score_categories WHERE run_id = old.run_id;
     INSERT OR IGNORE INTO score_categories (category, created_at, run_id)
     SELECT value, new.created_at, new.run_id FROM json_each(coalesce(new.categories, '[]'));
-END;
-CREATE TRIGGER IF NOT EXISTS scores_categories_delete AFTER DELETE ON scores BEGIN
+END;""",
+    """CREATE TRIGGER IF NOT EXISTS scores_categories_delete AFTER DELETE ON scores BEGIN
     DELETE FROM score_categories WHERE run_id = old.run_id;
-END;
-"""
-
-
-def _sqlite_v3(conn: sqlite3.Connection) -> None:
-    present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
-    for name in ("categories", "trace_id"):
-        if name not in present:
-            conn.execute(f"ALTER TABLE scores ADD COLUMN {name} TEXT")
-    for statement in (_SEARCH_INDEXES + _CATEGORY_TABLE.format(real="REAL")).split(";"):
-        if statement.strip():
-            conn.execute(statement)
-    # Triggers hold semicolons: split on the blank-line-free "END;" boundaries instead.
-    for trigger in _SQLITE_V3_TRIGGERS.split("END;"):
-        if trigger.strip():
-            conn.execute(trigger + "END;")
-
-
-_POSTGRES_V3 = (
-    "ALTER TABLE scores ADD COLUMN IF NOT EXISTS categories TEXT;"
-    "ALTER TABLE scores ADD COLUMN IF NOT EXISTS trace_id TEXT;"
-    + _SEARCH_INDEXES
-    + _CATEGORY_TABLE.format(real="DOUBLE PRECISION")
-    + """
-CREATE OR REPLACE FUNCTION scores_categories_sync() RETURNS trigger AS $$
+END;""",
+)
+_POSTGRES_TRIGGERS = (
+    """CREATE OR REPLACE FUNCTION scores_categories_sync() RETURNS trigger AS $$
 BEGIN
     IF TG_OP IN ('UPDATE', 'DELETE') THEN
         DELETE FROM score_categories WHERE run_id = OLD.run_id;
@@ -226,44 +168,59 @@ BEGIN
         ON CONFLICT DO NOTHING;
     END IF;
     RETURN NULL;
-END $$ LANGUAGE plpgsql;
-DROP TRIGGER IF EXISTS scores_categories_insert ON scores;
-CREATE TRIGGER scores_categories_insert AFTER INSERT ON scores
-    FOR EACH ROW WHEN (NEW.categories IS NOT NULL) EXECUTE FUNCTION scores_categories_sync();
-DROP TRIGGER IF EXISTS scores_categories_update ON scores;
-CREATE TRIGGER scores_categories_update AFTER UPDATE OF categories ON scores
-    FOR EACH ROW EXECUTE FUNCTION scores_categories_sync();
-DROP TRIGGER IF EXISTS scores_categories_delete ON scores;
-CREATE TRIGGER scores_categories_delete AFTER DELETE ON scores
-    FOR EACH ROW EXECUTE FUNCTION scores_categories_sync();
-"""
+END $$ LANGUAGE plpgsql""",
+    "DROP TRIGGER IF EXISTS scores_categories_insert ON scores",
+    """CREATE TRIGGER scores_categories_insert AFTER INSERT ON scores
+    FOR EACH ROW WHEN (NEW.categories IS NOT NULL) EXECUTE FUNCTION scores_categories_sync()""",
+    "DROP TRIGGER IF EXISTS scores_categories_update ON scores",
+    """CREATE TRIGGER scores_categories_update AFTER UPDATE OF categories ON scores
+    FOR EACH ROW EXECUTE FUNCTION scores_categories_sync()""",
+    "DROP TRIGGER IF EXISTS scores_categories_delete ON scores",
+    """CREATE TRIGGER scores_categories_delete AFTER DELETE ON scores
+    FOR EACH ROW EXECUTE FUNCTION scores_categories_sync()""",
+)
+_V3: tuple[Step, ...] = (
+    Columns((("categories", "TEXT"), ("trace_id", "TEXT"))),
+    "CREATE INDEX IF NOT EXISTS scores_key_created ON scores (key_name, created_at)",
+    "CREATE INDEX IF NOT EXISTS scores_verdict_created ON scores (verdict, created_at)",
+    "CREATE INDEX IF NOT EXISTS scores_model_created ON scores (model, created_at)",
+    "CREATE TABLE IF NOT EXISTS score_categories ("
+    " category TEXT NOT NULL, created_at {real} NOT NULL, run_id TEXT NOT NULL,"
+    " PRIMARY KEY (category, created_at, run_id))",
+    "CREATE INDEX IF NOT EXISTS score_categories_run ON score_categories (run_id)",
+    # A window grouped by category: an index-only range scan instead of a full one.
+    "CREATE INDEX IF NOT EXISTS score_categories_created"
+    " ON score_categories (created_at, category, run_id)",
+    Native(sqlite=_SQLITE_TRIGGERS, postgres=_POSTGRES_TRIGGERS),
 )
 
-
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    description: str
-    sqlite: Callable[[sqlite3.Connection], None]
-    postgres: str
-
-
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "scores and score_cache", _sqlite_v1, _POSTGRES_V1),
-    Migration(2, "durable scoring work: work, attempts, lease", _sqlite_v2, _POSTGRES_V2),
-    Migration(
-        3, "categories, trace ids, and indexes for search and stats", _sqlite_v3, _POSTGRES_V3
-    ),
+    Migration(1, "scores and score_cache", _V1),
+    Migration(2, "durable scoring work: work, attempts, lease", _V2),
+    Migration(3, "categories, trace ids, and indexes for search and stats", _V3),
 )
 
 _LEDGER = (
     "CREATE TABLE IF NOT EXISTS schema_migrations ("
-    " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at {time} NOT NULL)"
+    " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at {real} NOT NULL)"
 )
 
 
 def latest_version() -> int:
     return MIGRATIONS[-1].version
+
+
+def step_sql(step: Step, dialect: Dialect, present: Collection[str] = ()) -> list[str]:
+    """One step's statements in `dialect`; `Columns` adds those not `present`."""
+    if isinstance(step, Native):
+        return list(step.sqlite if dialect.name == SQLITE.name else step.postgres)
+    if isinstance(step, Columns):
+        return [
+            f"ALTER TABLE scores ADD COLUMN{dialect.column_guard} {name} {dialect.ddl(declaration)}"
+            for name, declaration in step.columns
+            if name not in present
+        ]
+    return [dialect.ddl(step)]
 
 
 def _check_known(applied: set[int]) -> None:
@@ -275,21 +232,28 @@ def _check_known(applied: set[int]) -> None:
         )
 
 
+def _ledger_insert(dialect: Dialect) -> str:
+    return f"INSERT INTO schema_migrations VALUES ({dialect.params(3)})"
+
+
 def migrate_sqlite(conn: sqlite3.Connection) -> list[int]:
     """Apply what is missing, under the write lock; returns the versions applied now."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute(_LEDGER.format(time="REAL"))
+        conn.execute(SQLITE.ddl(_LEDGER))
         applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
         _check_known(applied)
         done = []
         for migration in MIGRATIONS:
             if migration.version in applied:
                 continue
-            migration.sqlite(conn)
+            for step in migration.steps:
+                # SQLite has no ADD COLUMN IF NOT EXISTS: what is there is looked up.
+                present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
+                for statement in step_sql(step, SQLITE, present):
+                    conn.execute(statement)
             conn.execute(
-                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                (migration.version, migration.description, time.time()),
+                _ledger_insert(SQLITE), (migration.version, migration.description, time.time())
             )
             done.append(migration.version)
         conn.execute("COMMIT")
@@ -304,19 +268,18 @@ async def migrate_postgres(conn: Any) -> list[int]:
     """The same for PostgreSQL, on an asyncpg connection, under the advisory lock."""
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", _ADVISORY_LOCK)
-        await conn.execute(_LEDGER.format(time="DOUBLE PRECISION"))
+        await conn.execute(POSTGRES.ddl(_LEDGER))
         applied = {row[0] for row in await conn.fetch("SELECT version FROM schema_migrations")}
         _check_known(applied)
         done = []
         for migration in MIGRATIONS:
             if migration.version in applied:
                 continue
-            await conn.execute(migration.postgres)
+            for step in migration.steps:
+                for statement in step_sql(step, POSTGRES):
+                    await conn.execute(statement)
             await conn.execute(
-                "INSERT INTO schema_migrations VALUES ($1, $2, $3)",
-                migration.version,
-                migration.description,
-                time.time(),
+                _ledger_insert(POSTGRES), migration.version, migration.description, time.time()
             )
             done.append(migration.version)
     return done

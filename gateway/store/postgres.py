@@ -1,17 +1,16 @@
 """The score store on PostgreSQL, shared by every gateway (and scorer) that reaches it.
 
-The same contract as the SQLite engine: `submit()` returns at once and a
-single writer task commits what was submitted, in order, up to `batch_max`
-records a transaction; a batch that fails is retried record by record, so one
-bad record is all that is lost. Reads go through the same small pool.
+The same contract as the SQLite engine: `submit()` returns at once and the
+store's writer (`gateway.store.writer`) commits what was submitted, in order,
+up to `batch_max` records at a time, each batch one executemany. Reads go
+through the same small pool.
 
 Several replicas start at once safely: migrations run under an advisory lock
 (`gateway.store.migrations`). Unlike SQLite, a starting replica never sweeps
 `pending` records: on a shared database they may be other replicas' live
 work. Work a dead process held comes back when its lease lapses (`expire`).
 
-The driver is asyncpg; see the README ("Running several gateways") for the
-measurement behind the choice.
+The driver is asyncpg; the README ("Running several gateways") says why.
 """
 
 from __future__ import annotations
@@ -20,9 +19,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from gateway.store.dialect import POSTGRES, Statements
 from gateway.store.migrations import migrate_postgres
 from gateway.store.queries import (
     ScoreQuery,
@@ -34,94 +33,30 @@ from gateway.store.queries import (
     stats_sql,
 )
 from gateway.store.records import (
-    COLUMNS,
     STATUSES,
     CacheEntry,
     ScoreRecord,
     StoreError,
-    WorkSQL,
-    batch_rows,
     check_record,
     record_from_row,
     record_row,
-    upsert_sql,
 )
+from gateway.store.writer import Batch, Writer
 from guard.outputs import valid_text
 
 __all__ = ["WORK_CHANNEL", "PostgresStore", "redacted_url"]
 
 logger = logging.getLogger("gateway.store")
 
-_UPSERT = upsert_sql([f"${n}" for n in range(1, len(COLUMNS) + 1)], greatest="GREATEST")
-# New work wakes idle scorers: a NOTIFY in the transaction that stores it, delivered
-# on commit to every session LISTENing (`wait_for_work`).
+_SQL = Statements.of(POSTGRES)
+# New work wakes idle scorers: a NOTIFY once the batch that stores it is committed,
+# delivered to every session LISTENing (`wait_for_work`).
 WORK_CHANNEL = "bias_work"
-_WORK_SQL = WorkSQL(
-    # SKIP LOCKED: claimers running at once each take other rows instead of queueing on
-    # one another's; one UPDATE ... RETURNING costs one round trip, 1.7-2.2x cheaper
-    # than SELECT then UPDATE (bench/results/store-drivers-2026-12-01-1315.md).
-    claim=(
-        "UPDATE scores SET lease_until = $1, leased_by = $2, attempts = attempts + 1"
-        " WHERE run_id IN (SELECT run_id FROM scores WHERE status = 'pending'"
-        " AND work IS NOT NULL AND (lease_until IS NULL OR lease_until < $3) AND attempts < $4"
-        f" ORDER BY created_at LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING {', '.join(COLUMNS)}"
-    ),
-    renew="UPDATE scores SET lease_until = $1 WHERE leased_by = $2 AND status = 'pending'",
-    release=(
-        "UPDATE scores SET lease_until = NULL, leased_by = NULL,"
-        " attempts = GREATEST(attempts - 1, 0)"
-        " WHERE leased_by = $1 AND status = 'pending' AND work IS NOT NULL"
-    ),
-    exhausted=(
-        "UPDATE scores SET status = 'error', status_reason = 'attempts_exhausted', work = NULL,"
-        " lease_until = NULL, leased_by = NULL, updated_at = $1 WHERE status = 'pending'"
-        " AND work IS NOT NULL AND attempts >= $2 AND (lease_until IS NULL OR lease_until < $3)"
-        " RETURNING run_id"
-    ),
-    lost=(
-        "UPDATE scores SET status = 'dropped', status_reason = 'gateway_lost',"
-        " lease_until = NULL, leased_by = NULL, updated_at = $1 WHERE status = 'pending'"
-        " AND work IS NULL AND lease_until < $2 RETURNING run_id"
-    ),
-    pending="SELECT COUNT(*) FROM scores WHERE status = 'pending' AND work IS NOT NULL",
-)
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM scores WHERE run_id = $1"
-# A re-judged key takes a new, highest seq, as in the SQLite engine.
-_CACHE_PUT = (
-    "INSERT INTO score_cache (key, result, stored_at) VALUES ($1, $2, $3)"
-    " ON CONFLICT (key) DO UPDATE SET result = excluded.result,"
-    " stored_at = excluded.stored_at, seq = nextval(pg_get_serial_sequence('score_cache', 'seq'))"
-)
-# By rank, not by `MAX(seq) - limit`: a sequence has gaps (an upsert that updates
-# still draws a value for the insert it did not do).
-_CACHE_TRIM = (
-    "DELETE FROM score_cache WHERE seq <"
-    " (SELECT seq FROM score_cache ORDER BY seq DESC OFFSET $1 - 1 LIMIT 1)"
-)
-_CACHE_LOAD = (
-    "SELECT key, result FROM"
-    " (SELECT seq, key, result FROM score_cache ORDER BY seq DESC LIMIT $1) AS newest ORDER BY seq"
-)
-
-
-_PRUNE_RECORDS = (
-    "DELETE FROM scores WHERE run_id IN (SELECT run_id FROM scores"
-    " WHERE created_at < $1 AND status <> 'pending' LIMIT $2)"
-)
-_PRUNE_CACHE = (
-    "DELETE FROM score_cache WHERE seq IN"
-    " (SELECT seq FROM score_cache WHERE stored_at < $1 LIMIT $2)"
-)
 
 
 def _count(tag: str) -> int:
     """The row count of asyncpg's command tag ("UPDATE 3")."""
     return int(tag.split()[-1])
-
-
-def _unclaimed_work(record: ScoreRecord) -> bool:
-    """Work no process has leased: an external scorer's to take."""
-    return record.status == "pending" and record.work is not None and record.leased_by is None
 
 
 def redacted_url(url: str) -> str:
@@ -136,17 +71,8 @@ def redacted_url(url: str) -> str:
 
 async def _keep_session(connection: Any) -> None:
     """The pool's `reset` on release: nothing. The store changes no session state (no
-    SET, no LISTEN, no session locks), and skipping asyncpg's reset query took point
-    lookups from 2,543 to 4,309 a second at c=1 (bench/results/store-drivers-2026-12-01-1315.md)."""
-
-
-@dataclass(slots=True)
-class _Barrier:
-    future: asyncio.Future[None]
-
-
-class _Stop:
-    pass
+    SET, no LISTEN, no session locks), and asyncpg's reset query would cost every
+    lookup a round trip (bench/results/store-drivers-2026-12-01-1315.md)."""
 
 
 def _to_row(record: ScoreRecord) -> tuple[object, ...]:
@@ -161,23 +87,18 @@ def _postgres_text(value: str) -> str:
 class PostgresStore:
     """Score records in PostgreSQL. `await open()` before use, `await close()` at the end."""
 
-    engine = "postgresql"
+    engine = POSTGRES.name
+    shared = True  # gateways and scorers on any host share it, the score cache too
+    notifies = True  # new work is announced (LISTEN/NOTIFY)
 
     def __init__(
         self, url: str, *, batch_max: int = 512, linger: float = 0.005, pool_size: int = 4
     ) -> None:
-        if batch_max < 1:
-            raise ValueError(f"batch_max must be >= 1, got {batch_max}")
         self._url = url
-        self._batch_max = batch_max
-        self._linger = linger
         self._pool_size = pool_size
         self._pool: Any = None
         self._reads: Any = None
-        self._queue: asyncio.Queue[ScoreRecord | CacheEntry | _Barrier | _Stop] = asyncio.Queue()
-        self._writer: asyncio.Task[None] | None = None
-        self._cache_limit: int | None = None
-        self._state: Literal["new", "running", "closed"] = "new"
+        self._writer = Writer(self._write_batch, _to_row, batch_max=batch_max, linger=linger)
         self._listener: Any = None  # a connection of its own, outside the pool
         self._woken = asyncio.Event()
 
@@ -189,8 +110,7 @@ class PostgresStore:
         on a shared database a `pending` record may be another replica's live work."""
         import asyncpg
 
-        if self._state != "new":
-            raise RuntimeError("the score store can only be opened once")
+        self._writer.require_new()
         try:
             self._pool = await asyncpg.create_pool(
                 self._url,
@@ -203,8 +123,8 @@ class PostgresStore:
                 applied = await migrate_postgres(conn)
             # Search and stats get a pool of their own that plans every query for its
             # values: a prepared statement's generic plan guessed a tiny time window and
-            # made one key's 7-day stats 7x slower (381 against 52 ms at 1M records,
-            # bench/results/store-queries-2026-12-01-1542.md).
+            # made wide-window stats many times slower
+            # (bench/results/store-queries-2026-12-01-1542.md).
             self._reads = await asyncpg.create_pool(
                 self._url,
                 min_size=0,
@@ -220,66 +140,47 @@ class PostgresStore:
             raise StoreError(f"cannot open score store {self.describe()}: {exc}") from exc
         if applied:
             logger.info("score store %s migrated to version %d", self.describe(), applied[-1])
-        self._writer = asyncio.create_task(self._run(), name="gateway-store-writer")
-        self._state = "running"
+        self._writer.start()
 
-    def _require(self, state: str = "running") -> None:
-        if self._state != state:
-            raise RuntimeError(
-                f"the score store is {'closed' if self._state == 'closed' else 'not started'}"
-            )
+    def _require(self) -> None:
+        self._writer.require()
 
     def submit(self, record: ScoreRecord) -> None:
-        """Queue an upsert of the whole record; returns at once (on the store's loop)."""
-        snapshot = check_record(record)
-        self._require()
-        self._queue.put_nowait(snapshot)
+        """Queue an upsert of the whole record; returns at once, from any thread."""
+        self._writer.put(check_record(record))
 
     def keep_cache(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"limit must be >= 1, got {limit}")
-        self._cache_limit = limit
+        self._writer.keep_cache(limit)
 
     def put_cache(self, entry: CacheEntry) -> None:
-        self._require()
-        self._queue.put_nowait(entry)
+        self._writer.put(entry)
 
     async def cached(self, limit: int) -> list[CacheEntry]:
         """The `limit` newest stored cache entries, oldest first."""
         self._require()
-        rows = await self._pool.fetch(_CACHE_LOAD, limit)
+        rows = await self._pool.fetch(_SQL.cache_load, limit)
         return [CacheEntry(row[0], row[1]) for row in rows]
 
     async def cache_get(self, key: str) -> str | None:
         """One stored cache entry, whichever gateway stored it."""
         self._require()
-        value: str | None = await self._pool.fetchval(
-            "SELECT result FROM score_cache WHERE key = $1", key
-        )
+        value: str | None = await self._pool.fetchval(_SQL.cache_get, key)
         return value
 
     async def flush(self) -> None:
         """Wait until every record submitted before this call is committed."""
-        if self._state == "new":
-            raise RuntimeError("the score store is not started")
-        if self._state == "closed":
-            if self._writer is not None:
-                await asyncio.shield(self._writer)
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Barrier(future))
-        await future
+        await self._writer.flush()
 
     async def get(self, run_id: str) -> ScoreRecord | None:
         await self.flush()
         self._require()
-        row = await self._pool.fetchrow(_SELECT, run_id)
+        row = await self._pool.fetchrow(_SQL.select, run_id)
         return None if row is None else record_from_row(row)
 
     async def status_counts(self) -> dict[str, int]:
         self._require()
         counts: dict[str, int] = dict.fromkeys(sorted(STATUSES), 0)
-        rows = await self._pool.fetch("SELECT status, COUNT(*) FROM scores GROUP BY status")
+        rows = await self._pool.fetch(_SQL.counts)
         counts.update({row[0]: row[1] for row in rows})
         return counts
 
@@ -289,8 +190,8 @@ class PostgresStore:
         once only share the work."""
         self._require()
         async with self._pool.acquire() as conn, conn.transaction():
-            records = await conn.execute(_PRUNE_RECORDS, before, batch)
-            entries = await conn.execute(_PRUNE_CACHE, before, batch)
+            records = await conn.execute(_SQL.prune_records, before, batch)
+            entries = await conn.execute(_SQL.prune_cache, before, batch)
         return _count(records) + _count(entries)
 
     # -- durable work (`gateway.work.payload`) ----------------------------------------------
@@ -301,35 +202,35 @@ class PostgresStore:
         self._require()
         now = time.time()
         rows = await self._pool.fetch(
-            _WORK_SQL.claim, now + lease_seconds, worker, now, max_attempts, limit
+            _SQL.claim, now + lease_seconds, worker, now, max_attempts, limit
         )
         return sorted((record_from_row(row) for row in rows), key=lambda r: r.created_at)
 
     async def renew(self, worker: str, *, lease_seconds: float) -> int:
         self._require()
         until = time.time() + lease_seconds
-        return _count(await self._pool.execute(_WORK_SQL.renew, until, worker))
+        return _count(await self._pool.execute(_SQL.renew, until, worker))
 
     async def release(self, worker: str, run_ids: list[str] | None = None) -> int:
         self._require()
         if run_ids is None:
-            return _count(await self._pool.execute(_WORK_SQL.release, worker))
-        some = f"{_WORK_SQL.release} AND run_id = ANY($2::text[])"
-        return _count(await self._pool.execute(some, worker, run_ids))
+            return _count(await self._pool.execute(_SQL.release, worker))
+        some = _SQL.release_some(len(run_ids))
+        return _count(await self._pool.execute(some, worker, *POSTGRES.list_values(run_ids)))
 
     async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:
         self._require()
         now = time.time()
         async with self._pool.acquire() as conn, conn.transaction():
-            exhausted = await conn.fetch(_WORK_SQL.exhausted, now, max_attempts, now)
-            lost = await conn.fetch(_WORK_SQL.lost, now, now)
+            exhausted = await conn.fetch(_SQL.exhausted, now, max_attempts, now)
+            lost = await conn.fetch(_SQL.lost, now, now)
         return [(row[0], "attempts_exhausted") for row in exhausted] + [
             (row[0], "gateway_lost") for row in lost
         ]
 
     async def pending_work(self) -> int:
         self._require()
-        count: int = await self._pool.fetchval(_WORK_SQL.pending)
+        count: int = await self._pool.fetchval(_SQL.pending)
         return count
 
     async def listen(self) -> None:
@@ -364,14 +265,14 @@ class PostgresStore:
         """Up to `query.limit + 1` records, newest first (the extra one says "more")."""
         await self.flush()
         self._require()
-        sql, values = search_sql(query, "numeric")
+        sql, values = search_sql(query, POSTGRES)
         return [record_from_row(row) for row in await self._reads.fetch(sql, *values)]
 
     async def stats(self, query: StatsQuery) -> list[StatsGroup]:
         await self.flush()
         self._require()
-        sql, values = stats_sql(query, "numeric")
-        p90, p90_values = p90_sql(query, "numeric")
+        sql, values = stats_sql(query, POSTGRES)
+        p90, p90_values = p90_sql(query, POSTGRES)
         rows = await self._reads.fetch(sql, *values)
         ranked = {row[0]: row[1] for row in await self._reads.fetch(p90, *p90_values)}
         return stats_rows(rows, ranked.get, group_by=query.group_by)
@@ -395,118 +296,29 @@ class PostgresStore:
 
     async def close(self) -> None:
         """Commit what was submitted, stop the writer and close the pool. Idempotent."""
-        state, self._state = self._state, "closed"
-        if state == "running":
-            self._queue.put_nowait(_Stop())
-        if self._writer is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._writer)
+        await self._writer.stop()
         if self._listener is not None:
             listener, self._listener = self._listener, None
             with contextlib.suppress(Exception):  # closing: a dead connection is fine
                 await listener.close()
-        for pool in (self._reads, self._pool):
+        pools, self._reads, self._pool = (self._reads, self._pool), None, None
+        for pool in pools:
             if pool is not None:
                 await pool.close()
-        self._reads = self._pool = None
 
-    # -- the writer task ----------------------------------------------------------
-
-    async def _run(self) -> None:
-        stop = False
-        while not stop:
-            items, barriers, stop = await self._next_batch()
-            try:
-                await self._write(items)
-            except Exception:  # the writer must outlive any one failure
-                logger.exception("score store writer failed on a batch of %d", len(items))
-            for barrier in barriers:
-                if not barrier.future.done():
-                    barrier.future.set_result(None)
-
-    async def _next_batch(
-        self,
-    ) -> tuple[list[ScoreRecord | CacheEntry], list[_Barrier], bool]:
-        items: list[ScoreRecord | CacheEntry] = []
-        barriers: list[_Barrier] = []
-        item = await self._queue.get()
-        deadline: float | None = None
-        while True:
-            if isinstance(item, _Stop):
-                return items, barriers, True
-            if isinstance(item, _Barrier):
-                barriers.append(item)
-                return items, barriers, False
-            items.append(item)
-            if len(items) >= self._batch_max:
-                return items, barriers, False
-            try:
-                item = self._queue.get_nowait()
-                continue
-            except asyncio.QueueEmpty:
-                pass
-            # As on SQLite: a short linger lets a burst share one commit.
-            if deadline is None:
-                deadline = time.monotonic() + self._linger
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return items, barriers, False
-            try:
-                item = await asyncio.wait_for(self._queue.get(), remaining)
-            except TimeoutError:
-                return items, barriers, False
-
-    async def _write(self, items: list[ScoreRecord | CacheEntry]) -> None:
-        rows, entries = batch_rows(items, _to_row)
-        if not rows and not entries:
-            return
-        wake = any(isinstance(item, ScoreRecord) and _unclaimed_work(item) for item in items)
-        if len(rows) + len(entries) == 1:
-            await self._commit(rows, entries, log_failure=True, wake=wake)
-            return
-        if await self._commit(rows, entries, log_failure=False, wake=wake):
-            return
-        logger.warning(
-            "a batch of %d score records and %d cache entries failed; storing them one by one",
-            len(rows),
-            len(entries),
-        )
-        for row in rows:
-            await self._commit([row], [], log_failure=True, wake=wake)
-        for entry in entries:
-            await self._commit([], [entry], log_failure=True)
-
-    async def _commit(
-        self,
-        rows: list[tuple[object, ...]],
-        entries: list[tuple[str, str, float]],
-        *,
-        log_failure: bool,
-        wake: bool = False,
-    ) -> bool:
-        try:
-            async with self._pool.acquire() as conn:
-                if entries:
-                    async with conn.transaction():
-                        if rows:
-                            await conn.executemany(_UPSERT, rows)
-                        await conn.executemany(_CACHE_PUT, entries)
-                        if self._cache_limit is not None:
-                            await conn.execute(_CACHE_TRIM, self._cache_limit)
-                elif rows:
-                    # executemany is one transaction of its own: no BEGIN and COMMIT
-                    # round trips (4 became 2 with the NOTIFY; bench/scaleout.py).
-                    await conn.executemany(_UPSERT, rows)
-                if wake:
-                    # After the commit, so that a woken scorer finds the work.
-                    await conn.execute(f"NOTIFY {WORK_CHANNEL}")
-        except Exception:
-            if log_failure:
-                logger.exception(
-                    "could not store %d score records (run_id %s) and %d cache entries",
-                    len(rows),
-                    ", ".join(str(row[0]) for row in rows) or "-",
-                    len(entries),
-                )
-            return False
-        return True
+    async def _write_batch(self, batch: Batch) -> None:
+        """The writer's commit: one executemany, then the NOTIFY of new work."""
+        async with self._pool.acquire() as conn:
+            if batch.entries:
+                async with conn.transaction():
+                    if batch.rows:
+                        await conn.executemany(_SQL.upsert, batch.rows)
+                    await conn.executemany(_SQL.cache_put, batch.entries)
+                    if batch.cache_limit is not None:
+                        await conn.execute(_SQL.cache_trim, batch.cache_limit)
+            elif batch.rows:
+                # executemany is one transaction of its own: no BEGIN and COMMIT round trips.
+                await conn.executemany(_SQL.upsert, batch.rows)
+            if batch.announce:
+                # After the commit, so that a woken scorer finds the work.
+                await conn.execute(f"NOTIFY {WORK_CHANNEL}")

@@ -2,8 +2,8 @@
 
 `ScoreQuery` filters records (newest first, a page at a time, with an opaque
 keyset cursor); `StatsQuery` summarises a window, optionally by group. Both
-are turned into SQL here with the engine's placeholders (`?` or `$n`), so the
-engines only run what they are handed. Every filter column is served by an
+are turned into SQL here in the engine's dialect (`gateway.store.dialect`), so
+the engines only run what they are handed. Every filter column is served by an
 index from migration 3: `created_at`, `(key_name, created_at)`,
 `(verdict, created_at)`, `(model, created_at)`, and `score_categories`
 `(category, created_at, run_id)`; a category filter walks that table instead.
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gateway.domain import VERDICTS
+from gateway.store.dialect import Dialect
 from gateway.store.records import COLUMNS, STATUSES
 
 __all__ = [
@@ -128,15 +129,15 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
 
 
 class _Params:
-    """Collects values and names their placeholders in the engine's style."""
+    """Collects values and names their placeholders in the engine's dialect."""
 
-    def __init__(self, style: Literal["qmark", "numeric"]) -> None:
-        self.style = style
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
         self.values: list[object] = []
 
     def __call__(self, value: object) -> str:
         self.values.append(value)
-        return "?" if self.style == "qmark" else f"${len(self.values)}"
+        return self.dialect.param(len(self.values))
 
 
 def _conditions(query: ScoreQuery, param: _Params, *, at: str) -> list[str]:
@@ -160,9 +161,9 @@ def _conditions(query: ScoreQuery, param: _Params, *, at: str) -> list[str]:
     return terms
 
 
-def search_sql(query: ScoreQuery, style: Literal["qmark", "numeric"]) -> tuple[str, list[object]]:
+def search_sql(query: ScoreQuery, dialect: Dialect) -> tuple[str, list[object]]:
     """One page, newest first: `limit + 1` rows, so the caller knows if there are more."""
-    param = _Params(style)
+    param = _Params(dialect)
     columns = ", ".join(f"s.{name}" for name in COLUMNS)
     if query.category is not None:
         # Walk the category's index in time order and fetch each record by key.
@@ -184,21 +185,21 @@ def search_sql(query: ScoreQuery, style: Literal["qmark", "numeric"]) -> tuple[s
     return sql, param.values
 
 
-def _group_expression(group_by: GroupBy | None, at: str, style: str, scale: float) -> str | None:
+def _group_expression(
+    group_by: GroupBy | None, at: str, dialect: Dialect, scale: float
+) -> str | None:
     if group_by is None:
         return None
     if group_by in TIME_BUCKETS:
         seconds = TIME_BUCKETS[group_by]
-        if style == "numeric":  # PostgreSQL rounds a cast to integer: floor() it
-            return f"(floor({at} / {seconds}) * {seconds})"
-        return f"(CAST({at} / {seconds} AS INTEGER) * {seconds})"  # SQLite's cast truncates
+        return f"({dialect.floor(f'{at} / {seconds}')} * {seconds})"
     if group_by == "category":
         return "c.category"
     if group_by == "score":
         # The bucket's index, 0 to 9: tenths of the scale, a score at the top in the last.
         # `scale` is a float from the config, written as a literal, never user input.
         ratio = f"s.score * {SCORE_BUCKETS} / {float(scale)!r}"
-        raw = f"floor({ratio})" if style == "numeric" else f"CAST({ratio} AS INTEGER)"
+        raw = dialect.floor(ratio)
         return f"(CASE WHEN {raw} >= {SCORE_BUCKETS} THEN {SCORE_BUCKETS - 1} ELSE {raw} END)"
     return _GROUP_COLUMNS[group_by]
 
@@ -215,12 +216,12 @@ def _window(query: StatsQuery, param: _Params) -> tuple[str, list[str], str | No
     terms += _conditions(filters, param, at=at)
     if query.group_by == "score":
         terms.append("s.score IS NOT NULL")  # an unscored record is in no bucket
-    return source, terms, _group_expression(query.group_by, at, param.style, query.scale)
+    return source, terms, _group_expression(query.group_by, at, param.dialect, query.scale)
 
 
-def stats_sql(query: StatsQuery, style: Literal["qmark", "numeric"]) -> tuple[str, list[object]]:
+def stats_sql(query: StatsQuery, dialect: Dialect) -> tuple[str, list[object]]:
     """Per group: the key, then `STATS_COLUMNS`, in one pass over the window."""
-    param = _Params(style)
+    param = _Params(dialect)
     source, terms, group = _window(query, param)
     where = f" WHERE {' AND '.join(terms)}" if terms else ""
     sums = [
@@ -235,10 +236,10 @@ def stats_sql(query: StatsQuery, style: Literal["qmark", "numeric"]) -> tuple[st
     return sql, param.values
 
 
-def p90_sql(query: StatsQuery, style: Literal["qmark", "numeric"]) -> tuple[str, list[object]]:
+def p90_sql(query: StatsQuery, dialect: Dialect) -> tuple[str, list[object]]:
     """Per group, its nearest-rank p90 score (the ceil(0.9 n)-th smallest), with
     window functions, which both engines have: one sort of the window's scores."""
-    param = _Params(style)
+    param = _Params(dialect)
     source, terms, group = _window(query, param)
     terms.append("s.score IS NOT NULL")
     partition = f"PARTITION BY {group} " if group else ""
@@ -273,14 +274,8 @@ def stats_rows(
             StatsGroup(
                 key=key,
                 records=int(records),
-                statuses={
-                    name: int(count or 0)
-                    for name, count in zip(statuses, status_counts, strict=True)
-                },
-                verdicts={
-                    name: int(count or 0)
-                    for name, count in zip(VERDICTS, verdict_counts, strict=True)
-                },
+                statuses=_counts(statuses, status_counts),
+                verdicts=_counts(VERDICTS, verdict_counts),
                 mean_score=None if mean is None else round(float(mean), 4),
                 p90_score=p90(key),
                 judge_calls=int(calls or 0),

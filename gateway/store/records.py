@@ -8,10 +8,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.domain import FINAL_STATUSES, STATUSES, Status
 from guard.outputs import valid_text
+
+if TYPE_CHECKING:
+    from gateway.store.dialect import Dialect
 
 __all__ = [
     "COLUMNS",
@@ -21,7 +24,6 @@ __all__ = [
     "ScoreRecord",
     "Status",
     "StoreError",
-    "WorkSQL",
     "batch_rows",
     "check_record",
     "json_text",
@@ -164,38 +166,18 @@ def check_record(record: ScoreRecord) -> ScoreRecord:
     return dataclasses.replace(record)
 
 
-@dataclass(frozen=True, slots=True)
-class WorkSQL:
-    """An engine's statements for durable work (`gateway.work.payload`), in its own dialect.
-
-    - `claim`: lease up to n unleased (or lapsed) pending records with work, oldest first.
-    - `renew`: extend every lease a worker holds (its heartbeat).
-    - `release`: give a worker's leases back untried (a graceful stop: no attempt spent).
-    - `exhausted`: end work whose lease lapsed `max_attempts` times as `error`.
-    - `lost`: end a pending record without work (a stream in flight) whose lease lapsed.
-    - `pending`: how much work waits or runs.
-    """
-
-    claim: str
-    renew: str
-    release: str
-    exhausted: str
-    lost: str
-    pending: str
-
-
-def upsert_sql(placeholders: list[str], *, greatest: str) -> str:
-    """The one write of a record, for either engine: insert, or update a record that is
+def upsert_sql(dialect: Dialect) -> str:
+    """The one write of a record, in `dialect`: insert, or update a record that is
     not final yet. A final status is written once: a late or duplicate write (a
     scorer whose lease lapsed, a retry) leaves it as it is, except that a score
     waiting for its deferred explanation takes that explanation. `attempts` only
-    grows (`greatest` is the engine's two-argument maximum)."""
+    grows."""
     updates = [
         f"{name} = excluded.{name}" for name in COLUMNS if name not in ("run_id", "attempts")
     ]
-    updates.append(f"attempts = {greatest}(scores.attempts, excluded.attempts)")
+    updates.append(f"attempts = {dialect.greatest}(scores.attempts, excluded.attempts)")
     return (
-        f"INSERT INTO scores ({', '.join(COLUMNS)}) VALUES ({', '.join(placeholders)})"
+        f"INSERT INTO scores ({', '.join(COLUMNS)}) VALUES ({dialect.params(len(COLUMNS))})"
         f" ON CONFLICT (run_id) DO UPDATE SET {', '.join(updates)}"
         " WHERE scores.status = 'pending'"
         " OR (scores.reason_status = 'pending' AND excluded.status = scores.status)"

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from gateway.server.app import create_app
-from gateway.store import ScoreRecord, ScoreStore
+from gateway.store import ScoreRecord, SQLiteStore
 from tests.gateway.conftest import RunningGateway, settings_for
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
 from tests.support.servers import ServerThread
@@ -309,8 +309,8 @@ def test_restart_marks_leftover_pending_as_dropped(tmp_path: Path) -> None:
     path = tmp_path / "scores.db"
 
     async def crash_with_pending() -> None:
-        store = ScoreStore(path)
-        store.start()
+        store = SQLiteStore(path)
+        await store.open()
         store.submit(ScoreRecord(run_id="left-behind", status="pending", created_at=1.0))
         store.submit(ScoreRecord(run_id="done", status="scored", created_at=1.0, score=0.5))
         await store.close()
@@ -322,8 +322,8 @@ def test_restart_marks_leftover_pending_as_dropped(tmp_path: Path) -> None:
     assert completed.returncode == 2
 
     async def reopen() -> tuple[ScoreRecord | None, ScoreRecord | None]:
-        store = ScoreStore(path)
-        store.start()
+        store = SQLiteStore(path)
+        await store.open()
         try:
             return await store.get("left-behind"), await store.get("done")
         finally:
@@ -648,8 +648,8 @@ def test_serve_sweeps_a_previous_runs_pending_rows_once_before_its_workers(
     store = tmp_path / "scores.db"
 
     async def crash_with_pending() -> None:
-        previous = ScoreStore(store)
-        previous.start()
+        previous = SQLiteStore(store)
+        await previous.open()
         # Recent: retention would prune a final record from 1970 at once.
         now = time.time()
         previous.submit(ScoreRecord(run_id="left-behind", status="pending", created_at=now))

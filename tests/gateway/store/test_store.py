@@ -7,27 +7,28 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gateway.store import FINAL_STATUSES, CacheEntry, ScoreRecord, ScoreStore, StoreError
-from gateway.store.sqlite_writer import SQLiteWriter
+from gateway.store import FINAL_STATUSES, CacheEntry, ScoreRecord, SQLiteStore, StoreError
+from gateway.store import sqlite as sqlite_engine
+from gateway.store.writer import Batch
 
 WRITER = "gateway-store-writer"
-MakeStore = Callable[..., ScoreStore]
+MakeStore = Callable[..., Awaitable[SQLiteStore]]
 
 
 @pytest.fixture
 async def make_store(tmp_path: Path) -> AsyncIterator[MakeStore]:
     """A factory of started stores on files in tmp_path; all are closed at teardown."""
-    stores: list[ScoreStore] = []
+    stores: list[SQLiteStore] = []
 
-    def make(path: Path | None = None, **kwargs: Any) -> ScoreStore:
-        store = ScoreStore(path or tmp_path / "scores.db", **kwargs)
-        store.start()
+    async def make(path: Path | None = None, **kwargs: Any) -> SQLiteStore:
+        store = SQLiteStore(path or tmp_path / "scores.db", **kwargs)
+        await store.open()
         stores.append(store)
         return store
 
@@ -84,7 +85,7 @@ def raw_count(path: Path, where: str = "1", params: tuple[Any, ...] = ()) -> int
 
 
 def writer_threads() -> int:
-    return sum(thread.name == WRITER for thread in threading.enumerate())
+    return sum(thread.name.startswith(WRITER) for thread in threading.enumerate())
 
 
 def test_final_statuses() -> None:
@@ -101,7 +102,7 @@ def test_to_dict_is_json_ready() -> None:
 
 
 async def test_round_trip_every_field(make_store: MakeStore) -> None:
-    store = make_store()
+    store = await make_store()
     full, minimal = full_record(), record("run-minimal")
     store.submit(full)
     store.submit(minimal)
@@ -119,7 +120,7 @@ async def test_round_trip_every_field(make_store: MakeStore) -> None:
 async def test_booleans_and_json_stored_as_integers_and_text(
     make_store: MakeStore, tmp_path: Path
 ) -> None:
-    store = make_store()
+    store = await make_store()
     store.submit(full_record())
     await store.flush()
     with sqlite3.connect(tmp_path / "scores.db") as conn:
@@ -132,17 +133,18 @@ async def test_booleans_and_json_stored_as_integers_and_text(
 
 
 async def test_upsert_replaces_the_whole_pending_record(make_store: MakeStore) -> None:
-    store = make_store()
+    store = await make_store()
     store.submit(dataclasses.replace(full_record("run-1"), status="pending"))
     replacement = record("run-1", status="error", status_reason="JudgeTimeout")
     store.submit(replacement)
     assert await store.get("run-1") == replacement
-    assert store.counts()["error"] == 1
-    assert sum(store.counts().values()) == 1
+    counts = await store.status_counts()
+    assert counts["error"] == 1
+    assert sum(counts.values()) == 1
 
 
 async def test_submit_copies_the_record(make_store: MakeStore) -> None:
-    store = make_store()
+    store = await make_store()
     rec = record("run-1")
     store.submit(rec)
     rec.status = "scored"
@@ -152,13 +154,13 @@ async def test_submit_copies_the_record(make_store: MakeStore) -> None:
 
 
 async def test_get_unknown_run_id_is_none(make_store: MakeStore) -> None:
-    store = make_store()
+    store = await make_store()
     store.submit(record("run-1"))
     assert await store.get("no-such-run") is None
 
 
 async def test_wal_mode_is_on(make_store: MakeStore, tmp_path: Path) -> None:
-    make_store(tmp_path / "scores.db")
+    await make_store(tmp_path / "scores.db")
     conn = sqlite3.connect(tmp_path / "scores.db")
     try:
         (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
@@ -168,15 +170,15 @@ async def test_wal_mode_is_on(make_store: MakeStore, tmp_path: Path) -> None:
 
 
 def test_a_missing_folder_is_an_error_not_created(tmp_path: Path) -> None:
-    store = ScoreStore(tmp_path / "nested" / "scores.db")
+    store = SQLiteStore(tmp_path / "nested" / "scores.db")
     with pytest.raises(StoreError, match=r"folder .*nested does not exist"):
-        store.start()
+        asyncio.run(store.open())
     assert list(tmp_path.iterdir()) == []
 
 
 async def test_submit_never_waits_for_the_database(make_store: MakeStore, tmp_path: Path) -> None:
     path = tmp_path / "scores.db"
-    store = make_store(path)
+    store = await make_store(path)
     # Another connection holds the write lock, so no commit can happen until it lets go.
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
@@ -187,7 +189,8 @@ async def test_submit_never_waits_for_the_database(make_store: MakeStore, tmp_pa
         await asyncio.sleep(0.1)  # the loop keeps running while the writer waits
         assert not flushed.done()
         assert raw_count(path) == 0
-        assert sum(store.counts().values()) == 0  # readers are not blocked by the writer
+        # Readers are not blocked by the writer.
+        assert sum((await store.status_counts()).values()) == 0
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
@@ -196,16 +199,16 @@ async def test_submit_never_waits_for_the_database(make_store: MakeStore, tmp_pa
 
 
 async def test_batching_stores_every_record(make_store: MakeStore, tmp_path: Path) -> None:
-    store = make_store(batch_max=7)
+    store = await make_store(batch_max=7)
     for i in range(10_000):
         store.submit(record(f"run-{i}", status="scored", score=i / 10_000))
     await store.flush()
-    assert store.counts()["scored"] == 10_000
+    assert (await store.status_counts())["scored"] == 10_000
     assert raw_count(tmp_path / "scores.db", "score = ?", (0.9999,)) == 1
 
 
 async def test_get_flushes_first(make_store: MakeStore) -> None:
-    store = make_store()
+    store = await make_store()
     for i in range(1_000):
         store.submit(record(f"run-{i}"))
     got = await store.get("run-999")
@@ -214,8 +217,8 @@ async def test_get_flushes_first(make_store: MakeStore) -> None:
 
 async def test_restart_drops_pending_and_keeps_final(tmp_path: Path) -> None:
     path = tmp_path / "scores.db"
-    first = ScoreStore(path)
-    first.start()
+    first = SQLiteStore(path)
+    await first.open()
     scored, failed = full_record("run-scored"), record("run-error", status="error")
     first.submit(record("run-pending", model="m"))
     first.submit(scored)
@@ -223,8 +226,8 @@ async def test_restart_drops_pending_and_keeps_final(tmp_path: Path) -> None:
     await first.close()
 
     before = time.time()
-    second = ScoreStore(path)
-    second.start()
+    second = SQLiteStore(path)
+    await second.open()
     try:
         dropped = await second.get("run-pending")
         assert dropped is not None
@@ -235,7 +238,7 @@ async def test_restart_drops_pending_and_keeps_final(tmp_path: Path) -> None:
         assert dropped.updated_at >= before
         assert await second.get("run-scored") == scored
         assert await second.get("run-error") == failed
-        assert second.counts()["pending"] == 0
+        assert (await second.status_counts())["pending"] == 0
     finally:
         await second.close()
 
@@ -243,8 +246,8 @@ async def test_restart_drops_pending_and_keeps_final(tmp_path: Path) -> None:
 async def test_close_commits_stops_and_is_idempotent(tmp_path: Path) -> None:
     path = tmp_path / "scores.db"
     threads_before = writer_threads()
-    store = ScoreStore(path)
-    store.start()
+    store = SQLiteStore(path)
+    await store.open()
     assert writer_threads() == threads_before + 1
     for i in range(100):
         store.submit(record(f"run-{i}"))
@@ -257,15 +260,15 @@ async def test_close_commits_stops_and_is_idempotent(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="closed"):
         await store.get("run-1")
     with pytest.raises(RuntimeError, match="closed"):
-        store.counts()
+        await store.status_counts()
     await store.flush()  # nothing left to wait for
     assert raw_count(path) == 100
 
 
 async def test_concurrent_closes_both_wait_for_the_writer(tmp_path: Path) -> None:
     path = tmp_path / "scores.db"
-    store = ScoreStore(path)
-    store.start()
+    store = SQLiteStore(path)
+    await store.open()
     for i in range(2_000):
         store.submit(record(f"run-{i}"))
     await asyncio.gather(store.close(), store.close())
@@ -273,26 +276,26 @@ async def test_concurrent_closes_both_wait_for_the_writer(tmp_path: Path) -> Non
 
 
 async def test_unstarted_store_refuses_work(tmp_path: Path) -> None:
-    store = ScoreStore(tmp_path / "scores.db")
+    store = SQLiteStore(tmp_path / "scores.db")
     with pytest.raises(RuntimeError, match="not started"):
         store.submit(record())
     with pytest.raises(RuntimeError, match="not started"):
         await store.flush()
     with pytest.raises(RuntimeError, match="not started"):
-        store.counts()
+        await store.status_counts()
     await store.close()
     with pytest.raises(RuntimeError, match="once"):
-        store.start()
+        await store.open()
 
 
-async def test_start_twice_raises(make_store: MakeStore) -> None:
-    store = make_store()
+async def test_open_twice_raises(make_store: MakeStore) -> None:
+    store = await make_store()
     with pytest.raises(RuntimeError, match="once"):
-        store.start()
+        await store.open()
 
 
 @pytest.mark.parametrize("layout", ["directory", "parent_is_file", "not_a_database"])
-def test_store_error_on_unopenable_path(tmp_path: Path, layout: str) -> None:
+async def test_store_error_on_unopenable_path(tmp_path: Path, layout: str) -> None:
     if layout == "directory":
         path = tmp_path / "scores.db"
         path.mkdir()
@@ -302,9 +305,9 @@ def test_store_error_on_unopenable_path(tmp_path: Path, layout: str) -> None:
     else:
         path = tmp_path / "scores.db"
         path.write_bytes(b"this is not sqlite" * 512)
-    store = ScoreStore(path)
+    store = SQLiteStore(path)
     with pytest.raises(StoreError) as caught:
-        store.start()
+        await store.open()
     message = str(caught.value)
     assert str(path) in message
     assert "\n" not in message
@@ -314,18 +317,18 @@ def test_store_error_on_unopenable_path(tmp_path: Path, layout: str) -> None:
 
 def test_invalid_arguments(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="batch_max"):
-        ScoreStore(tmp_path / "scores.db", batch_max=0)
+        SQLiteStore(tmp_path / "scores.db", batch_max=0)
 
 
 async def test_submit_rejects_unknown_status(make_store: MakeStore) -> None:
-    store = make_store()
+    store = await make_store()
     with pytest.raises(ValueError, match="status"):
         store.submit(record(status="done"))
-    assert sum(store.counts().values()) == 0
+    assert sum((await store.status_counts()).values()) == 0
 
 
 async def test_concurrent_submit_from_threads(make_store: MakeStore, tmp_path: Path) -> None:
-    store = make_store()
+    store = await make_store()
     n_threads, per_thread = 8, 1_000
     start = threading.Barrier(n_threads, timeout=10)
 
@@ -341,24 +344,32 @@ async def test_concurrent_submit_from_threads(make_store: MakeStore, tmp_path: P
         thread.join(timeout=30)
     assert not any(thread.is_alive() for thread in threads)
     await store.flush()
-    assert store.counts()["scored"] == n_threads * per_thread
+    assert (await store.status_counts())["scored"] == n_threads * per_thread
     assert raw_count(tmp_path / "scores.db", "run_id LIKE 't7-%'") == per_thread
 
 
 async def test_counts(make_store: MakeStore) -> None:
-    store = make_store()
-    assert store.counts() == dict.fromkeys(["dropped", "error", "pending", "scored", "skipped"], 0)
+    store = await make_store()
+    assert await store.status_counts() == dict.fromkeys(
+        ["dropped", "error", "pending", "scored", "skipped"], 0
+    )
     statuses = ["pending"] * 3 + ["scored"] * 2 + ["skipped"]
     for i, status in enumerate(statuses):
         store.submit(record(f"run-{i}", status=status))
     await store.flush()
-    assert store.counts() == {"dropped": 0, "error": 0, "pending": 3, "scored": 2, "skipped": 1}
+    assert await store.status_counts() == {
+        "dropped": 0,
+        "error": 0,
+        "pending": 3,
+        "scored": 2,
+        "skipped": 1,
+    }
 
 
 async def test_unserialisable_result_loses_only_that_record(
     make_store: MakeStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = make_store()
+    store = await make_store()
     with caplog.at_level(logging.ERROR, logger="gateway.store"):
         store.submit(record("run-bad", result={"x": object()}))
         store.submit(record("run-good"))
@@ -372,7 +383,7 @@ async def test_writer_survives_sqlite_errors(
     make_store: MakeStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "scores.db"
-    store = make_store(path)
+    store = await make_store(path)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(
         "CREATE TRIGGER refuse BEFORE INSERT ON scores WHEN NEW.run_id LIKE 'bad%'"
@@ -392,22 +403,22 @@ async def test_writer_survives_sqlite_errors(
 
 
 async def test_cache_entries_load_newest_last_and_stay_bounded(make_store: MakeStore) -> None:
-    store = make_store()
+    store = await make_store()
     store.keep_cache(3)
     for key in ("a", "b", "c", "d"):
         store.put_cache(CacheEntry(key, f'{{"key": "{key}"}}'))
     store.put_cache(CacheEntry("b", '{"key": "b", "again": true}'))  # re-judged: newest now
     await store.flush()
-    loaded = store.load_cache(10)
+    loaded = await store.cached(10)
     assert [entry.key for entry in loaded] == ["c", "d", "b"]
     assert loaded[-1].result == '{"key": "b", "again": true}'
-    assert [entry.key for entry in store.load_cache(2)] == ["d", "b"]
+    assert [entry.key for entry in await store.cached(2)] == ["d", "b"]
 
 
 async def test_cache_entries_are_committed_at_close_and_refused_after(
     make_store: MakeStore, tmp_path: Path
 ) -> None:
-    store = make_store()
+    store = await make_store()
     store.submit(record("run-1"))
     store.put_cache(CacheEntry("k", "{}"))
     await store.close()
@@ -424,7 +435,7 @@ async def test_a_record_the_database_refuses_loses_only_itself(
     make_store: MakeStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "scores.db"
-    store = make_store(path)
+    store = await make_store(path)
     with sqlite3.connect(path, isolation_level=None) as conn:
         conn.execute(
             "CREATE TRIGGER refuse BEFORE INSERT ON scores WHEN NEW.run_id LIKE 'bad%'"
@@ -449,15 +460,15 @@ async def test_a_record_the_database_refuses_loses_only_itself(
 async def test_an_exception_outside_sqlite3_error_is_rolled_back(
     make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = make_store()
+    store = await make_store()
     failing = _FailingOnce()
-    original = SQLiteWriter._commit
+    original = sqlite_engine._commit_batch
 
-    def commit(self: SQLiteWriter, conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> bool:
+    def commit(conn: sqlite3.Connection, batch: Batch) -> None:
         failing.conn = conn
-        return original(self, failing, *args, **kwargs)  # type: ignore[arg-type]
+        original(failing, batch)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(SQLiteWriter, "_commit", commit)
+    monkeypatch.setattr(sqlite_engine, "_commit_batch", commit)
     store.submit(record("run-a", status="scored"))
     store.submit(record("run-b", status="scored"))
     await store.flush()
@@ -486,7 +497,7 @@ class _FailingOnce:
 
 
 async def test_surrogates_are_stored_repaired(make_store: MakeStore) -> None:
-    store = make_store()
+    store = await make_store()
     store.submit(record("run-s", status="scored", model="m\ud800", result={"reason": "r\udfff"}))
     found = await store.get("run-s")
     assert found is not None
@@ -506,8 +517,8 @@ async def test_a_file_from_before_the_truncated_column_is_upgraded(tmp_path: Pat
         )
         conn.execute("INSERT INTO scores (run_id, status, created_at) VALUES ('old', 'scored', 1)")
     conn.close()
-    store = ScoreStore(path)
-    store.start()
+    store = SQLiteStore(path)
+    await store.open()
     try:
         old = await store.get("old")
         assert old is not None

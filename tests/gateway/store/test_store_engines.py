@@ -7,6 +7,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -76,6 +77,10 @@ async def test_the_engine_is_the_one_configured(engine: str, open_store_at: Open
     store = await open_store_at()
     assert store.engine == engine
     assert isinstance(store, PostgresStore if engine == "postgresql" else SQLiteStore)
+    # What sets the engines apart for their callers: a database every host shares,
+    # that announces new work.
+    capabilities = {"sqlite": (False, False), "postgresql": (True, True)}[engine]
+    assert (store.shared, store.notifies) == capabilities
 
 
 async def test_a_record_comes_back_as_it_went_in(open_store_at: OpenStore) -> None:
@@ -108,13 +113,34 @@ async def test_a_record_comes_back_as_it_went_in(open_store_at: OpenStore) -> No
     assert await store.get("missing") is None
 
 
-async def test_text_the_database_cannot_hold_is_repaired(open_store_at: OpenStore) -> None:
+async def test_text_the_database_cannot_hold_is_repaired(
+    engine: str, open_store_at: OpenStore
+) -> None:
     store = await open_store_at()
     store.submit(record(reason="lone \ud800 surrogate", completion="nul \x00 byte"))
     stored = await store.get("r1")
     assert stored is not None
     assert stored.reason == "lone \ufffd surrogate"
-    assert stored.completion in ("nul \x00 byte", "nul \ufffd byte")  # SQLite keeps NUL
+    # SQLite text holds a NUL; PostgreSQL's holds none.
+    expected = {"sqlite": "nul \x00 byte", "postgresql": "nul \ufffd byte"}[engine]
+    assert stored.completion == expected
+
+
+@pytest.mark.parametrize("where", ["loop", "thread"])
+async def test_a_record_is_committed_without_a_flush(open_store_at: OpenStore, where: str) -> None:
+    """The writer wakes for a lone record: nothing but the submit asks it to commit."""
+    store = await open_store_at()
+    reader = await open_store_at(sweep_pending=False)  # its reads flush nothing of store's
+    if where == "loop":
+        store.submit(record())
+    else:
+        thread = threading.Thread(target=store.submit, args=(record(),))
+        thread.start()
+        thread.join()
+    deadline = time.monotonic() + 10
+    while (await reader.status_counts())["pending"] == 0:
+        assert time.monotonic() < deadline, "the record was never committed"
+        await asyncio.sleep(0.01)
 
 
 async def test_later_submissions_win_in_order(open_store_at: OpenStore) -> None:

@@ -39,7 +39,7 @@ POLICY = SETTINGS.policies["default"]
 
 async def test_claimed_work_that_finds_no_room_goes_back_at_once(tmp_path: Path) -> None:
     store = BusyStore(tmp_path / "scores.db")
-    store.start()
+    await store.open()
     try:
         for n in range(2):
             store.submit(
