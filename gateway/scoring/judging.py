@@ -24,7 +24,7 @@ from guard import BiasResult, BiasScorer, JudgeError, Usage
 __all__ = ["Judging"]
 
 log = structlog.get_logger("gateway.scoring")
-_REASON_KEY = "\0reason"
+_REASON_KEY = ":reason"  # after a hex digest; no NUL, which PostgreSQL text refuses
 _NO_COST = {
     "judge_calls": 0,
     "durations_ms": {},

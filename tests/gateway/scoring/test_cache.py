@@ -255,3 +255,20 @@ async def test_a_failing_lookup_falls_back_to_judging() -> None:
     result, hit = await cache.get_or_run("k", run)
     assert hit is False
     assert result == judged
+
+
+def test_a_deferred_explanation_is_cached_under_a_key_any_store_can_hold(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway, tmp_path: Path
+) -> None:
+    # PostgreSQL refuses a NUL in text, so a key with one was never stored there.
+    gateway = make_gateway(judge={"cache_persist": True, "reason": "deferred"}, **policy())
+    answer = gateway.client().chat.completions.with_raw_response.create(
+        model="m", messages=[{"role": "user", "content": "a"}]
+    )
+    record = gateway.wait_for_score(answer.headers["x-bias-run-id"], reason=True)
+    assert record["reason_status"] == "done"
+    gateway.server.stop()  # the lifespan commits the cache entries
+    with sqlite3.connect(tmp_path / "scores.db") as db:
+        keys = [key for (key,) in db.execute("SELECT key FROM score_cache")]
+    assert len(keys) == 2  # the verdicts, and the explanation beside them
+    assert all("\0" not in key for key in keys)
