@@ -13,6 +13,9 @@ the SQL of one place (`gateway.store.dialect`) and commit through one writer
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from gateway.config import StoreSettings
 from gateway.store.base import Store
 from gateway.store.postgres import PostgresStore, redacted_url
@@ -33,8 +36,9 @@ __all__ = [
 ]
 
 
-def open_store(settings: StoreSettings) -> Store:
-    """The store `settings` ask for (not yet opened): PostgreSQL when `url` is set."""
+def open_store(settings: StoreSettings, *, clock: Callable[[], float] = time.time) -> Store:
+    """The store `settings` ask for (not yet opened): PostgreSQL when `url` is set.
+    Leases are taken and lapse on `clock` (wall-clock seconds)."""
     if settings.url is not None:
-        return PostgresStore(settings.url.get_secret_value())
-    return SQLiteStore(settings.path)
+        return PostgresStore(settings.url.get_secret_value(), clock=clock)
+    return SQLiteStore(settings.path, clock=clock)

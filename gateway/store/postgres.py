@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gateway.store.dialect import POSTGRES, Statements
@@ -92,9 +93,16 @@ class PostgresStore:
     notifies = True  # new work is announced (LISTEN/NOTIFY)
 
     def __init__(
-        self, url: str, *, batch_max: int = 512, linger: float = 0.005, pool_size: int = 4
+        self,
+        url: str,
+        *,
+        batch_max: int = 512,
+        linger: float = 0.005,
+        pool_size: int = 4,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._url = url
+        self._clock = clock  # wall-clock seconds of leases (a test's own, to skip the wait)
         self._pool_size = pool_size
         self._pool: Any = None
         self._reads: Any = None
@@ -200,7 +208,7 @@ class PostgresStore:
         self, worker: str, *, limit: int, lease_seconds: float, max_attempts: int
     ) -> list[ScoreRecord]:
         self._require()
-        now = time.time()
+        now = self._clock()
         rows = await self._pool.fetch(
             _SQL.claim, now + lease_seconds, worker, now, max_attempts, limit
         )
@@ -208,7 +216,7 @@ class PostgresStore:
 
     async def renew(self, worker: str, *, lease_seconds: float) -> int:
         self._require()
-        until = time.time() + lease_seconds
+        until = self._clock() + lease_seconds
         return _count(await self._pool.execute(_SQL.renew, until, worker))
 
     async def release(self, worker: str, run_ids: list[str] | None = None) -> int:
@@ -220,7 +228,7 @@ class PostgresStore:
 
     async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:
         self._require()
-        now = time.time()
+        now = self._clock()
         async with self._pool.acquire() as conn, conn.transaction():
             exhausted = await conn.fetch(_SQL.exhausted, now, max_attempts, now)
             lost = await conn.fetch(_SQL.lost, now, now)

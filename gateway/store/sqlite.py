@@ -155,8 +155,16 @@ class SQLiteStore:
     shared = False  # one host's processes, on one file
     notifies = False
 
-    def __init__(self, path: str | Path, *, batch_max: int = 512, linger: float = 0.005) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        batch_max: int = 512,
+        linger: float = 0.005,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._path = Path(path)
+        self._clock = clock  # wall-clock seconds of leases (a test's own, to skip the wait)
         self._writer = Writer(self._write_batch, _to_row, batch_max=batch_max, linger=linger)
         # The writer thread, the only user of the write connection.
         self._thread: ThreadPoolExecutor | None = None
@@ -327,14 +335,14 @@ class SQLiteStore:
     async def claim(
         self, worker: str, *, limit: int, lease_seconds: float, max_attempts: int
     ) -> list[ScoreRecord]:
-        now = time.time()
+        now = self._clock()
         rows = await self._work_write(
             _SQL.claim, (now + lease_seconds, worker, now, max_attempts, limit)
         )
         return sorted((record_from_row(row) for row in rows), key=lambda r: r.created_at)
 
     async def renew(self, worker: str, *, lease_seconds: float) -> int:
-        return await self._work_count(_SQL.renew, (time.time() + lease_seconds, worker))
+        return await self._work_count(_SQL.renew, (self._clock() + lease_seconds, worker))
 
     async def release(self, worker: str, run_ids: list[str] | None = None) -> int:
         if run_ids is None:
@@ -345,7 +353,7 @@ class SQLiteStore:
         return await self._work_count(_SQL.release_some(len(run_ids)), values)
 
     async def expire(self, *, max_attempts: int) -> list[tuple[str, str]]:
-        now = time.time()
+        now = self._clock()
 
         def sweep(conn: sqlite3.Connection) -> list[tuple[str, str]]:
             exhausted = conn.execute(_SQL.exhausted, (now, max_attempts, now)).fetchall()

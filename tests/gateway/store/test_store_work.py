@@ -14,6 +14,7 @@ from pydantic import SecretStr
 
 from gateway.config import StoreSettings
 from gateway.store import ScoreRecord, Store, open_store
+from tests.support.clock import ManualClock
 
 OpenStore = Callable[..., Awaitable[Store]]
 WORK = {"v": 1, "texts": ["Engineers from the north are lazy."], "policy": "default"}
@@ -30,8 +31,8 @@ def location(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSettings:
 async def open_store_at(location: StoreSettings) -> AsyncIterator[OpenStore]:
     opened: list[Store] = []
 
-    async def make(**options: Any) -> Store:
-        store = open_store(location)
+    async def make(clock: ManualClock | None = None, **options: Any) -> Store:
+        store = open_store(location) if clock is None else open_store(location, clock=clock)
         await store.open(**options)
         opened.append(store)
         return store
@@ -99,37 +100,41 @@ async def test_claims_at_once_never_share_a_record(open_store_at: OpenStore) -> 
 async def test_a_lapsed_lease_is_claimed_again_and_counts_an_attempt(
     open_store_at: OpenStore,
 ) -> None:
-    store = await open_store_at()
+    clock = ManualClock()
+    store = await open_store_at(clock)
     store.submit(work("r1"))
     await store.flush()
-    assert await claim(store, "dead", lease_seconds=0.05) == ["r1"]
+    assert await claim(store, "dead", lease_seconds=30) == ["r1"]
+    clock.advance(29)
     assert await claim(store, "live") == []  # still leased
-    await asyncio.sleep(0.1)
+    clock.advance(2)
     again = await store.claim("live", limit=5, lease_seconds=30, max_attempts=3)
     assert [(r.run_id, r.leased_by, r.attempts) for r in again] == [("r1", "live", 2)]
 
 
 async def test_the_heartbeat_keeps_a_lease_and_only_the_holders(open_store_at: OpenStore) -> None:
-    store = await open_store_at()
+    clock = ManualClock()
+    store = await open_store_at(clock)
     store.submit(work("mine"))
     store.submit(work("theirs"))
     await store.flush()
-    assert await claim(store, "me", limit=1, lease_seconds=0.2) == ["mine"]
-    assert await claim(store, "them", limit=1, lease_seconds=0.2) == ["theirs"]
+    assert await claim(store, "me", limit=1, lease_seconds=20) == ["mine"]
+    assert await claim(store, "them", limit=1, lease_seconds=20) == ["theirs"]
     for _ in range(3):
-        await asyncio.sleep(0.1)
-        assert await store.renew("me", lease_seconds=0.2) == 1
-    # Theirs lapsed 0.1 s ago, mine did not.
+        clock.advance(10)
+        assert await store.renew("me", lease_seconds=20) == 1
+    # Theirs lapsed 10 s ago, mine did not.
     assert await claim(store, "other") == ["theirs"]
 
 
 async def test_a_final_status_is_written_once(open_store_at: OpenStore) -> None:
-    store = await open_store_at()
+    clock = ManualClock()
+    store = await open_store_at(clock)
     store.submit(work("r1"))
     await store.flush()
-    await claim(store, "a", lease_seconds=0.01)
-    await asyncio.sleep(0.05)
-    await claim(store, "b")  # a's lease lapsed: b judges too
+    await claim(store, "a", lease_seconds=30)
+    clock.advance(31)
+    assert await claim(store, "b") == ["r1"]  # a's lease lapsed: b judges too
     first = ScoreRecord(run_id="r1", status="scored", created_at=1.0, score=0.5, verdict="flag")
     late = ScoreRecord(run_id="r1", status="scored", created_at=1.0, score=1.0, verdict="block")
     store.submit(first)
