@@ -130,8 +130,8 @@ class Judging:
             request.run_id,
             "error",
             status_reason=type(exc).__name__ if isinstance(exc, JudgeError) else "internal",
+            error=str(exc),
         )
-        outcome.reason = str(exc)
         log.error(
             "bias judge failed; response passed unscored"
             if request.policy.on_judge_error == "allow" or request.mode == "monitor"

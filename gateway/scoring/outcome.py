@@ -18,8 +18,9 @@ class Outcome:
     status: Status
     score: float | None = None
     verdict: PolicyVerdict | None = None
-    reason: str | None = None
+    reason: str | None = None  # the judge's explanation of a score
     status_reason: str | None = None  # skip reason, or the judge error's type
+    error: str | None = None  # what the judge error said
     result: BiasResult | None = None
     judge_ms: float | None = None
     cached: bool = False  # the verdicts came from the content-hash cache

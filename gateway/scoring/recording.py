@@ -79,7 +79,8 @@ class Recorder:
                 truncated=request.truncated,
                 score=outcome.score,
                 verdict=outcome.verdict,
-                reason=outcome.reason,
+                # A record's `reason` is the explanation, or for an error what went wrong.
+                reason=outcome.reason if outcome.error is None else outcome.error,
                 reason_status=outcome.reason_status,
                 status_reason=outcome.status_reason,
                 judge_calls=calls if outcome.result is not None else None,

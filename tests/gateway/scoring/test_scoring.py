@@ -115,6 +115,10 @@ def test_enforce_past_its_deadline_follows_on_judge_error(
     assert response.status_code == 200
     assert response.headers["x-bias-status"] == "error"
     assert response.headers["x-bias-error"] == "JudgeTimeout"
+    record = allow.wait_for_score(response.headers["x-bias-run-id"])
+    # The record says what went wrong where a score keeps its explanation.
+    assert (record["status_reason"], record["reason_status"]) == ("JudgeTimeout", None)
+    assert "rate-limited" in record["reason"]
 
     fake_openai.fail(Fault(step="preprocess", status=429, headers={"retry-after": "30"}))
     block = make_gateway(
