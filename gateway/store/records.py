@@ -82,8 +82,8 @@ class ScoreRecord:
 
     def public(self) -> dict[str, Any]:
         """The record for an API answer, without the held work (it carries the judged
-        text). Shallow: `result` is this record's own dict, not a copy (a deep copy was
-        40% of a list page's time, bench/results/store-queries-2026-12-01-1542.md)."""
+        text). Shallow: `result` is this record's own dict, not a copy (a deep copy was a
+        large share of a list page's time: `python -m bench.store_queries`)."""
         return {name: getattr(self, name) for name in PUBLIC_COLUMNS}
 
 
