@@ -1,0 +1,124 @@
+"""One scored request's context: what it is, and the steps every delivery shares
+(judge the texts or say why not, record the outcome on the access line, refuse)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from starlette.responses import JSONResponse, Response
+
+from gateway.config import Policy
+from gateway.domain import Mode, SkipReason
+from gateway.observability.access import CallState
+from gateway.proxy.decisions import Decision, Refusal, bias_headers, skip_headers
+from gateway.proxy.exchange import UpstreamCall
+from gateway.proxy.streaming import StreamTap
+from gateway.proxy.surfaces import Surface, SurfaceRequest
+from gateway.runtime.resources import Gateway
+from gateway.scoring.outcome import Outcome
+from gateway.scoring.request import ScoreRequest
+
+__all__ = ["How", "ScoredCall", "unjudged", "without_type"]
+
+How = Literal["submit", "score", "spawn"]  # queue it, judge it now, judge it as a task
+
+
+def unjudged(texts: list[str], *, readable: bool, strict: bool) -> SkipReason | None:
+    """Why an answer's texts will not be judged, or None when they will be. `strict`
+    (whole answers and enforce): an answer with a part the gateway could not read is
+    not judged at all, since the client would see text the judge did not."""
+    if strict and not readable:
+        return "unreadable"
+    if texts:
+        return None
+    return "no_text" if readable else "unreadable"
+
+
+def without_type(headers: dict[str, str]) -> dict[str, str]:
+    """Upstream headers for a body the gateway writes itself (its own content-type)."""
+    return {name: value for name, value in headers.items() if name != "content-type"}
+
+
+@dataclass(slots=True)
+class ScoredCall:
+    """One scored request, from the upstream call to the recorded outcome."""
+
+    gateway: Gateway
+    state: CallState
+    surface: Surface
+    parsed: SurfaceRequest
+    policy: Policy
+    mode: Mode
+    job: ScoreRequest
+    upstream_call: UpstreamCall
+
+    @property
+    def sampled(self) -> bool:
+        return bool(self.job.run_id)
+
+    @property
+    def enforce(self) -> bool:
+        return self.mode == "enforce"
+
+    def finish(self, outcome: Outcome) -> dict[str, str]:
+        state = self.state
+        state.bias_status, state.verdict = outcome.status, outcome.verdict
+        state.score, state.run_id = outcome.score, outcome.run_id
+        return bias_headers(outcome)
+
+    def skip_headers(self, upstream_status: int) -> dict[str, str] | None:
+        """Headers for a response that will not be scored, or None when it will be."""
+        if self.mode == "off":
+            self.state.bias_status = "off"
+            return {}
+        reason: SkipReason | None = None
+        if not self.sampled:
+            reason = "not_sampled"
+        elif upstream_status >= 400:
+            reason = "upstream_error"
+        if reason is None:
+            return None
+        self.gateway.metrics.skipped.labels(reason).inc()
+        self.state.bias_status = "skipped"
+        return skip_headers(reason)
+
+    def refuse(self, decision: Decision, headers: dict[str, str]) -> Response:
+        assert isinstance(decision, Refusal)
+        return JSONResponse(
+            self.surface.error_body(decision),
+            status_code=decision.status,
+            headers=without_type(headers),
+        )
+
+    def tap(self, *, parse: bool = True) -> StreamTap:
+        reader = self.surface.reader(max_chars=self.gateway.settings.judge.max_text_chars)
+        return StreamTap(reader, parse=parse)
+
+    def stream_texts(self, tap: StreamTap) -> list[str]:
+        """The texts a tap collected; the job learns the response id and any truncation."""
+        self.job = replace(
+            self.job,
+            response_id=tap.reader.facts().response_id,
+            truncated=self.job.truncated or tap.reader.truncated,
+        )
+        return tap.texts()
+
+    async def settle(self, tap: StreamTap) -> Outcome:
+        """Queue a finished stream's text for scoring, or record why there is none."""
+        texts = self.stream_texts(tap)
+        return await self.judge(texts, readable=tap.readable, strict=False, how="submit")
+
+    async def judge(self, texts: list[str], *, readable: bool, strict: bool, how: How) -> Outcome:
+        """The one place an answer's texts are judged, queued, or skipped with the reason."""
+        scoring = self.gateway.scoring
+        reason = unjudged(texts, readable=readable, strict=strict)
+        if reason is not None:
+            return scoring.skip(self.job, reason)
+        if how == "submit":
+            return scoring.submit(self.job, texts)
+        if how == "score":
+            return await scoring.score(self.job, texts)
+        # Shielded: a client that leaves now must not cancel the record.
+        return await asyncio.shield(scoring.spawn(self.job, texts))

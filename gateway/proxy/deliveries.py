@@ -1,0 +1,184 @@
+"""The ways a scored answer reaches the client: whole, or streamed as monitor relays
+it, as enforce buffers it, or live with the verdict at its end."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from starlette.responses import JSONResponse, Response
+
+from gateway.errors import UpstreamError
+from gateway.proxy.call import How, ScoredCall, without_type
+from gateway.proxy.decisions import DELIVER, REPLACE, bias_headers, decide
+from gateway.proxy.streaming import (
+    SSE_HEADERS,
+    SSEResponse,
+    StreamTap,
+    buffer_all,
+    enforce_passthrough,
+    relay,
+)
+from gateway.scoring.outcome import Outcome
+from gateway.upstream.client import UpstreamResponse
+from gateway.wire.codec import loads
+
+__all__ = ["deliver"]
+
+
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    try:
+        value = loads(body)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+async def deliver(call: ScoredCall, admitted: bool) -> Response:
+    """Call the upstream, then deliver its answer as the request and its policy say.
+    `admitted` is False when the request found no place in a full monitor queue."""
+    overloaded = None if admitted else call.finish(call.gateway.scoring.overloaded(call.job))
+    upstream = await call.upstream_call.send()
+    if call.sampled:  # only a scored request's job is read again
+        call.job = replace(call.job, chat_span=call.upstream_call.span_context)
+    skip = overloaded if overloaded is not None else call.skip_headers(upstream.status)
+    if call.parsed.stream:
+        return await _stream(call, upstream, skip)
+    return await _whole(call, upstream, skip)
+
+
+async def _whole(
+    call: ScoredCall, upstream: UpstreamResponse, skip: dict[str, str] | None
+) -> Response:
+    if skip is not None:
+        if upstream.status < 400:
+            body = _json_object(upstream.body)
+            call.upstream_call.end(body=body if call.surface.readable(body) else None)
+        return Response(upstream.body, upstream.status, headers={**upstream.headers, **skip})
+    body = _json_object(upstream.body)
+    readable = body is not None and call.surface.readable(body)
+    call.upstream_call.end(body=body if readable else None)
+    texts: list[str] = []
+    if body is not None and readable:
+        texts = call.surface.texts(body)
+        call.job = replace(call.job, response_id=call.surface.facts(body).response_id)
+    how: How = "submit" if call.mode == "monitor" else "score"
+    outcome = await call.judge(texts, readable=readable, strict=True, how=how)
+    headers = {**upstream.headers, **call.finish(outcome)}
+    decision = decide(outcome, call.policy, enforce=call.enforce)
+    if decision == DELIVER:
+        return Response(upstream.body, upstream.status, headers=headers)
+    if decision == REPLACE and body is not None:
+        return JSONResponse(call.surface.replaced(body, call.policy), headers=headers)
+    return call.refuse(decision, headers)
+
+
+async def _stream(
+    call: ScoredCall, upstream: UpstreamResponse, skip: dict[str, str] | None
+) -> Response:
+    if upstream.status >= 400 or upstream.chunks is None:
+        body = await upstream.read_all()
+        return Response(body, upstream.status, headers={**upstream.headers, **(skip or {})})
+    if skip is not None:
+        return _relay(call, upstream, skip, call.tap(parse=False), score=False)
+    if call.mode == "monitor":
+        outcome = call.gateway.scoring.mark_pending(call.job)
+        return _relay(call, upstream, call.finish(outcome), call.tap(), score=True)
+    if call.policy.stream_policy == "passthrough":
+        return _live(call, upstream)
+    return await _buffered(call, upstream)
+
+
+def _relay(
+    call: ScoredCall,
+    upstream: UpstreamResponse,
+    headers: dict[str, str],
+    tap: StreamTap,
+    score: bool,
+) -> Response:
+    """Monitor (or unscored): the upstream's bytes as they come; scored once it ends."""
+    assert upstream.chunks is not None
+    failures: list[UpstreamError] = []
+
+    async def on_close(disconnected: bool) -> None:
+        await upstream.aclose()
+        tap.close()
+        error = type(failures[0]).__name__ if failures else None
+        call.upstream_call.end(tap=tap, error_type=error)
+        if not score:
+            return
+        partial = disconnected or bool(failures) or not tap.done
+        call.job = replace(call.job, partial=partial)
+        call.state.partial = partial
+        await call.settle(tap)
+
+    return SSEResponse(
+        relay(upstream.chunks, tap, failures, call.surface),
+        headers={**upstream.headers, **headers},
+        on_close=on_close,
+    )
+
+
+async def _buffered(call: ScoredCall, upstream: UpstreamResponse) -> Response:
+    """Enforce, stream policy `buffer`: the whole stream, judged before a byte goes out."""
+    assert upstream.chunks is not None
+    tap = call.tap()
+    try:
+        body = await buffer_all(upstream.chunks, tap)
+    except UpstreamError as exc:
+        call.upstream_call.end(tap=tap, error_type=type(exc).__name__)
+        raise
+    finally:
+        await upstream.aclose()
+    call.upstream_call.end(tap=tap)
+    texts = call.stream_texts(tap)
+    outcome = await call.judge(texts, readable=tap.readable, strict=True, how="score")
+    headers = {**without_type(upstream.headers), **call.finish(outcome)}
+    decision = decide(outcome, call.policy, enforce=True)
+    if decision == DELIVER:
+        return Response(body, media_type="text/event-stream", headers={**SSE_HEADERS, **headers})
+    if decision == REPLACE:
+        refusal = call.surface.refusal_stream(tap.reader, call.policy)
+        return Response(refusal, media_type="text/event-stream", headers=headers)
+    return call.refuse(decision, headers)
+
+
+def _live(call: ScoredCall, upstream: UpstreamResponse) -> Response:
+    """Enforce, stream policy `passthrough`: live events, then the score or an error.
+
+    The run id goes out in the headers before anything is known, so every
+    way the stream can end must leave a final record: a stream that ends
+    before it is judged (client gone, upstream broken off or stalled) has
+    its partial text scored in the background, and a judgement under way
+    when the client leaves runs to its end.
+    """
+    assert upstream.chunks is not None
+    tap = call.tap()
+    scoring = call.gateway.scoring
+    judged = False
+
+    async def judge() -> Outcome:
+        nonlocal judged
+        judged = True
+        call.upstream_call.end(tap=tap)
+        texts = call.stream_texts(tap)
+        outcome = await call.judge(texts, readable=tap.readable, strict=True, how="spawn")
+        call.finish(outcome)
+        return outcome
+
+    async def on_close(disconnected: bool) -> None:
+        await upstream.aclose()
+        call.upstream_call.end(tap=tap, error_type="disconnected" if disconnected else None)
+        call.state.partial = disconnected or not judged
+        if judged:
+            return
+        tap.close()
+        call.job = replace(call.job, partial=True)
+        await call.settle(tap)
+
+    headers = {**upstream.headers, **bias_headers(scoring.mark_pending(call.job))}
+    return SSEResponse(
+        enforce_passthrough(upstream.chunks, tap, judge, call.surface, call.policy),
+        headers=headers,
+        on_close=on_close,
+    )
