@@ -96,18 +96,20 @@ class ScoredCall:
         reader = self.surface.reader(max_chars=self.gateway.settings.judge.max_text_chars)
         return StreamTap(reader, parse=parse)
 
-    def stream_texts(self, tap: StreamTap) -> list[str]:
-        """The texts a tap collected; the job learns the response id and any truncation."""
+    def stream_texts(self, tap: StreamTap, *, partial: bool = False) -> list[str]:
+        """The texts a tap collected; the job learns the response id, any truncation, and
+        whether the stream ended before its end."""
         self.job = replace(
             self.job,
             response_id=tap.reader.facts().response_id,
             truncated=self.job.truncated or tap.reader.truncated,
+            partial=partial,
         )
         return tap.texts()
 
-    async def settle(self, tap: StreamTap) -> Outcome:
+    async def settle(self, tap: StreamTap, *, partial: bool) -> Outcome:
         """Queue a finished stream's text for scoring, or record why there is none."""
-        texts = self.stream_texts(tap)
+        texts = self.stream_texts(tap, partial=partial)
         return await self.judge(texts, readable=tap.readable, strict=False, how="submit")
 
     async def judge(self, texts: list[str], *, readable: bool, strict: bool, how: How) -> Outcome:

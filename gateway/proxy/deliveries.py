@@ -39,8 +39,6 @@ async def deliver(call: ScoredCall, admitted: bool) -> Response:
     `admitted` is False when the request found no place in a full monitor queue."""
     overloaded = None if admitted else call.finish(call.gateway.scoring.overloaded(call.job))
     upstream = await call.upstream_call.send()
-    if call.sampled:  # only a scored request's job is read again
-        call.job = replace(call.job, chat_span=call.upstream_call.span_context)
     skip = overloaded if overloaded is not None else call.skip_headers(upstream.status)
     if call.parsed.stream:
         return await _stream(call, upstream, skip)
@@ -59,9 +57,12 @@ async def _whole(
     readable = body is not None and call.surface.readable(body)
     call.upstream_call.end(body=body if readable else None)
     texts: list[str] = []
+    response_id = None
     if body is not None and readable:
         texts = call.surface.texts(body)
-        call.job = replace(call.job, response_id=call.surface.facts(body).response_id)
+        response_id = call.surface.facts(body).response_id
+    span = call.upstream_call.span_context
+    call.job = replace(call.job, chat_span=span, response_id=response_id)
     how: How = "submit" if call.mode == "monitor" else "score"
     outcome = await call.judge(texts, readable=readable, strict=True, how=how)
     headers = {**upstream.headers, **call.finish(outcome)}
@@ -81,6 +82,8 @@ async def _stream(
         return Response(body, upstream.status, headers={**upstream.headers, **(skip or {})})
     if skip is not None:
         return _relay(call, upstream, skip, call.tap(parse=False), score=False)
+    # The span goes on the pending record; the answer's facts join it when the stream ends.
+    call.job = replace(call.job, chat_span=call.upstream_call.span_context)
     if call.mode == "monitor":
         outcome = call.gateway.scoring.mark_pending(call.job)
         return _relay(call, upstream, call.finish(outcome), call.tap(), score=True)
@@ -108,9 +111,8 @@ def _relay(
         if not score:
             return
         partial = disconnected or bool(failures) or not tap.done
-        call.job = replace(call.job, partial=partial)
         call.state.partial = partial
-        await call.settle(tap)
+        await call.settle(tap, partial=partial)
 
     return SSEResponse(
         relay(upstream.chunks, tap, failures, call.surface),
@@ -173,8 +175,7 @@ def _live(call: ScoredCall, upstream: UpstreamResponse) -> Response:
         if judged:
             return
         tap.close()
-        call.job = replace(call.job, partial=True)
-        await call.settle(tap)
+        await call.settle(tap, partial=True)
 
     headers = {**upstream.headers, **bias_headers(scoring.mark_pending(call.job))}
     return SSEResponse(

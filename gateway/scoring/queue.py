@@ -144,9 +144,6 @@ class MonitorQueue:
     async def _run(self, request: ScoreRequest, texts: list[str]) -> None:
         try:
             await self.runner(request, texts)
-        except asyncio.CancelledError:
-            self.left_pending += 1  # its work stays in the store (the drain gives the lease back)
-            raise
         finally:
             self._slots.release()
             self._queue.task_done()
@@ -158,9 +155,13 @@ class MonitorQueue:
 
     async def stop(self) -> None:
         """Cancel running jobs and the dispatcher; what is still queued is left pending."""
-        running = [*self._jobs, *([self._dispatcher] if self._dispatcher else [])]
+        # Counted here, not as each is cancelled: a job dispatched but not yet started
+        # never runs, so it could not count itself.
+        unfinished = [job for job in self._jobs if not job.done()]
+        self.left_pending += len(unfinished)  # their work stays in the store
+        running = [*unfinished, *([self._dispatcher] if self._dispatcher else [])]
         for job in running:
-            job.cancel()  # a running job's work stays pending
+            job.cancel()
         await asyncio.gather(*running, return_exceptions=True)
         self._dispatcher = None
         while not self._queue.empty():

@@ -41,6 +41,7 @@ from gateway.store.records import (
     check_record,
     record_from_row,
     record_row,
+    rows_of,
 )
 from gateway.store.writer import Batch, Writer
 from guard.outputs import valid_text
@@ -106,7 +107,7 @@ class PostgresStore:
         self._pool_size = pool_size
         self._pool: Any = None
         self._reads: Any = None
-        self._writer = Writer(self._write_batch, _to_row, batch_max=batch_max, linger=linger)
+        self._writer = Writer(self._write_batch, batch_max=batch_max, linger=linger)
         self._listener: Any = None  # a connection of its own, outside the pool
         self._woken = asyncio.Event()
 
@@ -316,17 +317,18 @@ class PostgresStore:
 
     async def _write_batch(self, batch: Batch) -> None:
         """The writer's commit: one executemany, then the NOTIFY of new work."""
+        rows = rows_of(batch.records, _to_row)
         async with self._pool.acquire() as conn:
             if batch.entries:
                 async with conn.transaction():
-                    if batch.rows:
-                        await conn.executemany(_SQL.upsert, batch.rows)
+                    if rows:
+                        await conn.executemany(_SQL.upsert, rows)
                     await conn.executemany(_SQL.cache_put, batch.entries)
                     if batch.cache_limit is not None:
                         await conn.execute(_SQL.cache_trim, batch.cache_limit)
-            elif batch.rows:
+            elif rows:
                 # executemany is one transaction of its own: no BEGIN and COMMIT round trips.
-                await conn.executemany(_SQL.upsert, batch.rows)
+                await conn.executemany(_SQL.upsert, rows)
             if batch.announce:
                 # After the commit, so that a woken scorer finds the work.
                 await conn.execute(f"NOTIFY {WORK_CHANNEL}")

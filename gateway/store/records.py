@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,11 +23,11 @@ __all__ = [
     "ScoreRecord",
     "Status",
     "StoreError",
-    "batch_rows",
     "check_record",
     "json_text",
     "record_from_row",
     "record_row",
+    "rows_of",
     "upsert_sql",
 ]
 
@@ -103,22 +102,19 @@ INT_COLUMNS = frozenset({"judge_calls", "judge_tokens", "attempts"})
 JSON_COLUMNS = frozenset({"result", "work", "categories"})
 
 
-def batch_rows(
-    items: list[ScoreRecord | CacheEntry], to_row: Callable[[ScoreRecord], tuple[object, ...]]
-) -> tuple[list[tuple[object, ...]], list[tuple[str, str, float]]]:
-    """A writer's batch as database rows: records and cache entries apart. A record that
-    cannot become a row (a result that does not encode) is logged and left out."""
+def rows_of(
+    records: list[ScoreRecord], to_row: Callable[[ScoreRecord], tuple[object, ...]]
+) -> list[tuple[object, ...]]:
+    """Records as an engine's rows, converted where the engine commits (SQLite: on its
+    writer thread). A record that cannot become a row (a result that does not encode) is
+    logged and left out."""
     rows: list[tuple[object, ...]] = []
-    now = time.time()
-    entries = [(item.key, item.result, now) for item in items if isinstance(item, CacheEntry)]
-    for record in items:
-        if isinstance(record, CacheEntry):
-            continue
+    for record in records:
         try:
             rows.append(to_row(record))
         except Exception as exc:  # a bad result dict (cycles, objects) loses one record only
             logger.error("score record %s not stored: %s", record.run_id, exc)
-    return rows, entries
+    return rows
 
 
 def record_row(

@@ -54,6 +54,7 @@ from gateway.store.records import (
     check_record,
     record_from_row,
     record_row,
+    rows_of,
 )
 from gateway.store.writer import Batch, Writer
 from guard.outputs import valid_text
@@ -130,8 +131,9 @@ def _commit_batch(conn: sqlite3.Connection, batch: Batch) -> None:
     database error, or anything else the driver raises on a value) is rolled back,
     so the connection is never left inside a transaction."""
     try:
+        rows = rows_of(batch.records, _to_row)
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(_SQL.upsert, batch.rows)
+        conn.executemany(_SQL.upsert, rows)
         if batch.entries:
             conn.executemany(_SQL.cache_put, batch.entries)
             if batch.cache_limit is not None:
@@ -165,7 +167,7 @@ class SQLiteStore:
     ) -> None:
         self._path = Path(path)
         self._clock = clock  # wall-clock seconds of leases (a test's own, to skip the wait)
-        self._writer = Writer(self._write_batch, _to_row, batch_max=batch_max, linger=linger)
+        self._writer = Writer(self._write_batch, batch_max=batch_max, linger=linger)
         # The writer thread, the only user of the write connection.
         self._thread: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None

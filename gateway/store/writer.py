@@ -31,21 +31,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gateway.store.records import CacheEntry, ScoreRecord, batch_rows
+from gateway.store.records import CacheEntry, ScoreRecord
 
 __all__ = ["Batch", "Writer"]
 
 logger = logging.getLogger("gateway.store")
 
 Item = ScoreRecord | CacheEntry
-Row = tuple[object, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Batch:
     """What one commit stores; the engine's `commit` raises if it stored none of it."""
 
-    rows: list[Row]  # records, as rows of `COLUMNS` in the engine's values
+    records: list[ScoreRecord]  # the engine makes them rows (`records.rows_of`)
     entries: list[tuple[str, str, float]]  # cache entries: key, result, stored_at
     cache_limit: int | None  # keep this many newest cache entries, if set
     announce: bool  # it holds work no process has leased, for scorers to hear of
@@ -71,7 +70,6 @@ class Writer:
     def __init__(
         self,
         commit: Callable[[Batch], Awaitable[None]],
-        to_row: Callable[[ScoreRecord], Row],
         *,
         batch_max: int,
         linger: float,
@@ -82,7 +80,6 @@ class Writer:
         self.linger = linger
         self.cache_limit: int | None = None
         self._commit = commit
-        self._to_row = to_row
         self._items: deque[Item | asyncio.Future[None] | _Stop] = deque()
         self._lock = threading.Lock()
         self._state: Literal["new", "running", "closed"] = "new"
@@ -217,13 +214,15 @@ class Writer:
 
     async def _write(self, items: list[Item]) -> None:
         """Commit a batch at once; if that fails, each item on its own."""
-        rows, entries = batch_rows(items, self._to_row)
-        if not rows and not entries:
+        records = [item for item in items if isinstance(item, ScoreRecord)]
+        now = time.time()
+        entries = [(item.key, item.result, now) for item in items if isinstance(item, CacheEntry)]
+        if not records and not entries:
             return
         announce = any(_unclaimed_work(item) for item in items)
         limit = self.cache_limit
-        whole = Batch(rows, entries, limit, announce)
-        if len(rows) + len(entries) == 1:
+        whole = Batch(records, entries, limit, announce)
+        if len(records) + len(entries) == 1:
             await self._commit_or_log(whole)
             return
         try:
@@ -233,11 +232,11 @@ class Writer:
             pass
         logger.warning(
             "a batch of %d score records and %d cache entries failed; storing them one by one",
-            len(rows),
+            len(records),
             len(entries),
         )
-        for row in rows:
-            await self._commit_or_log(Batch([row], [], limit, announce))
+        for record in records:
+            await self._commit_or_log(Batch([record], [], limit, announce))
         for entry in entries:
             await self._commit_or_log(Batch([], [entry], limit, announce=False))
 
@@ -247,7 +246,7 @@ class Writer:
         except Exception:
             logger.exception(
                 "could not store %d score records (run_id %s) and %d cache entries",
-                len(batch.rows),
-                ", ".join(str(row[0]) for row in batch.rows) or "-",
+                len(batch.records),
+                ", ".join(record.run_id for record in batch.records) or "-",
                 len(batch.entries),
             )
