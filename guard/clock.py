@@ -24,13 +24,10 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """`time.monotonic` and `asyncio.sleep`."""
+    """`time.monotonic` and `asyncio.sleep` themselves (no wrapper on every reading)."""
 
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+    monotonic = staticmethod(time.monotonic)
+    sleep = staticmethod(asyncio.sleep)
 
 
 SYSTEM_CLOCK: Clock = SystemClock()
