@@ -31,7 +31,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,7 +55,7 @@ from gateway.store.records import (
     record_row,
     rows_of,
 )
-from gateway.store.writer import Batch, Writer
+from gateway.store.writer import Batch, Writer, WriterThread
 from guard.outputs import valid_text
 
 __all__ = ["SQLiteStore"]
@@ -169,7 +168,7 @@ class SQLiteStore:
         self._clock = clock  # wall-clock seconds of leases (a test's own, to skip the wait)
         self._writer = Writer(self._write_batch, batch_max=batch_max, linger=linger)
         # The writer thread, the only user of the write connection.
-        self._thread: ThreadPoolExecutor | None = None
+        self._thread: WriterThread | None = None
         self._conn: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._read_lock = threading.Lock()
@@ -190,23 +189,23 @@ class SQLiteStore:
         process starting late would otherwise take its siblings' live jobs.
         """
         self._writer.require_new()
-        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gateway-store-writer")
-        loop = asyncio.get_running_loop()
+        thread = WriterThread()
         try:
             # On the writer thread: it is the write connection's from the start.
-            conn, reader = await loop.run_in_executor(thread, _open_file, self._path, sweep_pending)
+            conn, reader = await thread.call(_open_file, self._path, sweep_pending)
         except BaseException:
-            thread.shutdown(wait=False)
+            await thread.stop()
             raise
         self._thread, self._conn, self._reader = thread, conn, reader
-        self._writer.start()
+        # The writer's loop runs on that thread too: the request path only queues.
+        self._writer.start(thread.loop, thread.ident)
 
     async def _write_batch(self, batch: Batch) -> None:
-        """The writer's commit: on the writer thread, with its connection."""
-        if self._thread is None or self._conn is None:
+        """The writer's commit, on the writer thread (its loop runs there), with its
+        connection: blocking that loop is all it does."""
+        if self._conn is None:
             raise RuntimeError("the score store has no writer thread")
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._thread, _commit_batch, self._conn, batch)
+        _commit_batch(self._conn, batch)
 
     def submit(self, record: ScoreRecord) -> None:
         """Queue an upsert of the whole record; returns at once, from any thread.
@@ -240,8 +239,8 @@ class SQLiteStore:
         self._thread = self._conn = None
         if thread is not None:
             if conn is not None:
-                await asyncio.get_running_loop().run_in_executor(thread, conn.close)
-            await asyncio.to_thread(thread.shutdown)
+                await thread.call(conn.close)
+            await thread.stop()
         await asyncio.to_thread(self._close_readers)
 
     def _close_readers(self) -> None:

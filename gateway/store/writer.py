@@ -1,11 +1,13 @@
 """The one writer of a score store, for both engines: what `submit` and `put_cache`
 queue is committed in batches, in submission order, off the request path.
 
-`Writer` runs as a task on the store's event loop. It takes queued records and
+`Writer` runs as a task on an event loop: the store's own (PostgreSQL, whose
+driver lives there), or one on the engine's writer thread (SQLite, so that the
+request path's loop only queues). It takes queued records and
 cache entries in order, up to `batch_max` at a time, and when only a few are
 waiting it lingers a moment for more, so that under load one commit carries
-many rows (group commit). Each batch goes to the engine's `commit` (SQLite runs
-it on its one writer thread; PostgreSQL sends one executemany). A batch that
+many rows (group commit). Each batch goes to the engine's `commit` (SQLite
+commits on its writer thread; PostgreSQL sends one executemany). A batch that
 fails is retried item by item, so one bad record is all that is lost, and the
 loop outlives any failure: otherwise the queue would grow and `flush` hang.
 
@@ -29,13 +31,15 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from gateway.store.records import CacheEntry, ScoreRecord
 
-__all__ = ["Batch", "Writer"]
+__all__ = ["Batch", "Writer", "WriterThread"]
 
 logger = logging.getLogger("gateway.store")
+
+T = TypeVar("T")
 
 Item = ScoreRecord | CacheEntry
 
@@ -64,6 +68,28 @@ def _unclaimed_work(item: Item) -> bool:
     )
 
 
+def release(barrier: asyncio.Future[None]) -> None:
+    """Release a `flush` waiting on `barrier`, from whichever loop's thread."""
+    loop = barrier.get_loop()
+    if loop is _running_loop():
+        _resolve(barrier)
+    else:
+        with contextlib.suppress(RuntimeError):  # its loop closed: nobody waits
+            loop.call_soon_threadsafe(_resolve, barrier)
+
+
+def _resolve(barrier: asyncio.Future[None]) -> None:
+    if not barrier.done():  # a cancelled flush() leaves a done future behind
+        barrier.set_result(None)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class Writer:
     """A store's queue and the task that commits it; `cache_limit` may change while it runs."""
 
@@ -83,7 +109,7 @@ class Writer:
         self._items: deque[Item | asyncio.Future[None] | _Stop] = deque()
         self._lock = threading.Lock()
         self._state: Literal["new", "running", "closed"] = "new"
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Future[None] | None = None  # the loop's end, seen from callers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._woken = asyncio.Event()
@@ -106,12 +132,16 @@ class Writer:
         if self._state != "new":
             raise RuntimeError("the score store can only be opened once")
 
-    def start(self) -> None:
-        """Start the task on the running loop."""
+    def start(self, loop: asyncio.AbstractEventLoop | None = None, thread: int = 0) -> None:
+        """Start the task on the running loop, or on `loop`, run by the thread `thread`."""
         self.require_new()
-        self._loop = asyncio.get_running_loop()
-        self._loop_thread = threading.get_ident()
-        self._task = self._loop.create_task(self._run(), name="gateway-store-writer")
+        if loop is None:
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
+            self._task = self._loop.create_task(self._run(), name="gateway-store-writer")
+        else:
+            self._loop, self._loop_thread = loop, thread
+            self._task = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._run(), loop))
         self._state = "running"
 
     def keep_cache(self, limit: int) -> None:
@@ -173,8 +203,7 @@ class Writer:
             except Exception:  # the writer must outlive any one failure
                 logger.exception("score store writer failed on %d records", len(items))
             for barrier in barriers:
-                if not barrier.done():  # a cancelled flush() leaves a done future behind
-                    barrier.set_result(None)
+                release(barrier)
 
     async def _next_batch(self) -> tuple[list[Item], list[asyncio.Future[None]], bool]:
         items: list[Item] = []
@@ -250,3 +279,37 @@ class Writer:
                 ", ".join(record.run_id for record in batch.records) or "-",
                 len(batch.entries),
             )
+
+
+class WriterThread:
+    """A thread of an engine's own that runs the writer's event loop (SQLite: the one
+    thread that uses the write connection)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._serve, args=(ready,), name="gateway-store-writer", daemon=True
+        )
+        self._thread.start()
+        ready.wait()
+        assert self._thread.ident is not None
+        self.ident = self._thread.ident
+
+    def _serve(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(ready.set)
+        self.loop.run_forever()
+
+    async def call(self, function: Callable[..., T], *args: object) -> T:
+        """`function(*args)` on this thread."""
+
+        async def run() -> T:
+            return function(*args)
+
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), self.loop))
+
+    async def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        await asyncio.to_thread(self._thread.join)
+        self.loop.close()
