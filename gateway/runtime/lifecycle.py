@@ -78,10 +78,7 @@ async def build_scoring(
     *,
     scorer_process: bool = False,
 ) -> Scoring:
-    """`Scoring` as `settings` ask. A scorer process queues only what its judge slots
-    take (it claims no more work than it can start soon) and scores whatever it holds,
-    whatever `queue.scorer` says; a gateway with `queue.scorer: external` scores
-    only in enforce mode and stores monitor work for the scorers."""
+    """`Scoring` as `settings` ask, with guard's scorer for the judge."""
     scorer = BiasScorer(
         judge,
         scale=settings.judge.scale,
@@ -92,23 +89,14 @@ async def build_scoring(
         categories=settings.judge.bias_categories(),
         reason_language=settings.judge.reason_language,
     )
-    concurrency = settings.judge.max_concurrency
     return Scoring(
         scorer,
         store,
-        settings=settings,
+        settings,
         telemetry=telemetry,
         metrics=metrics,
-        queue_size=concurrency if scorer_process else settings.queue.size,
-        concurrency=concurrency,
-        capture_content=settings.store.capture_content,
         cache=await score_cache(settings, store),
-        full_wait=0.0 if scorer_process else settings.queue.full_wait,
-        max_text_chars=settings.judge.max_text_chars,
-        enforce_deadline=settings.judge.enforce_deadline,
-        reason=settings.judge.reason_mode,
-        external=not scorer_process and settings.queue.scorer == "external",
-        lease_seconds=settings.queue.lease_seconds,
+        scorer_process=scorer_process,
     )
 
 

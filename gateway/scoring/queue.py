@@ -5,6 +5,11 @@ runs as its own task. A request may reserve a place before it goes upstream
 (`reservation`, with `queue.full_wait`), so that its text, known only once the
 response has been sent, always finds room; the queue itself remembers which
 runs hold a place, and hands the place on when their job is queued.
+
+A full queue skips the response (`overloaded`) unless `queue.full_wait` is set:
+then a monitored request waits up to `full_wait` seconds for a place before it
+goes upstream, so that under overload responses slow to the judge's pace instead
+of going unscored, and the queue, hence the drain, stays bounded.
 """
 
 from __future__ import annotations

@@ -1,25 +1,19 @@
 """Scoring: in the request (enforce) or on a bounded queue (monitor).
 
-A real judge takes about a second a call, so what bounds scoring is judge calls
-in flight, not CPU: monitor jobs wait in the queue for one of
-`judge.max_concurrency` slots, and each runs as its own task. One process
-keeps hundreds of scorings in flight this way; the judge client's limiter
-(`guard.limits`) bounds the calls of enforce and monitor together and waits
-out 429s for all of them.
+The service enforce and monitor call. The monitor queue (admission, places,
+judge slots, the drain) is `gateway.scoring.queue`; explanations written after
+the score are `gateway.scoring.reasons`; what an outcome leaves behind is
+`gateway.scoring.recording`. The judge client's limiter (`guard.limits`) bounds
+the calls of enforce and monitor together and waits out 429s for all of them.
 
 Every scored request ends in exactly one final status in the store: `scored`,
 `error`, `skipped` or `dropped`. A monitor job is stored as `pending` when it
 is accepted, with the work a scorer needs and a lease held by this process
-(`gateway.work.payload`), so a client polling its run id sees it and a crash, or a stop
-past the drain deadline, leaves work that is scored later instead of lost.
+(`gateway.work.payload`), so a client polling its run id sees it, and a crash or
+a stop past the drain deadline leaves work that is scored later instead of lost.
 With `queue.scorer: external` the job is only stored, unleased, for
 `bias-gateway scorer` processes; work they or a dead process left comes into
-this queue through `accept` (`gateway.work.claims`).
-
-A full queue skips the response (`overloaded`) unless `queue.full_wait` is set.
-Then a monitored request reserves room before it goes upstream, waiting up to
-`full_wait` seconds for it: under overload responses slow down to the judge's
-pace instead of going unscored, and the queue, hence the drain, stays bounded.
+this queue through `take` (`gateway.work.claims`).
 
 Each scoring is traced as an `evaluation bias` span and reported as a
 `gen_ai.evaluation.result` event in the chat span's context. In monitor mode
@@ -67,30 +61,31 @@ class Scoring:
         self,
         scorer: BiasScorer,
         store: Store,
-        *,
         settings: Settings,
+        *,
         telemetry: Telemetry,
         metrics: Metrics,
-        queue_size: int,
-        concurrency: int,
-        capture_content: bool,
         cache: ScoreCache | None = None,
-        full_wait: float = 0.0,
-        max_text_chars: int | None = None,
-        enforce_deadline: float | None = None,
-        reason: ReasonMode = "inline",
-        external: bool = False,
-        lease_seconds: float = 30.0,
+        scorer_process: bool = False,
         worker: str | None = None,
     ) -> None:
+        """As `settings` say. A scorer process (`scorer_process`) queues only what its
+        judge slots take, waits for no place, and scores whatever it holds, whatever
+        `queue.scorer` says; a gateway with `queue.scorer: external` scores only in
+        enforce mode and stores monitor work for the scorers."""
+        judge, queue = settings.judge, settings.queue
+        concurrency = judge.max_concurrency
+        queue_size = concurrency if scorer_process else queue.size
+        capture_content = settings.store.capture_content
         self.scorer = scorer
         self.settings = settings  # its policies, for work claimed from the store
-        self.external = external  # monitor jobs are stored for scorer processes only
-        self.lease_seconds = lease_seconds
+        # Monitor jobs are stored for scorer processes only.
+        self.external = not scorer_process and queue.scorer == "external"
+        self.lease_seconds = queue.lease_seconds
         self.worker = worker or worker_id()
-        self.enforce_deadline = enforce_deadline
-        self.max_text_chars = max_text_chars
-        self.reason: ReasonMode = reason
+        self.enforce_deadline = judge.enforce_deadline
+        self.max_text_chars = judge.max_text_chars
+        self.reason: ReasonMode = judge.reason_mode
         self.telemetry = telemetry
         self.metrics = metrics
         self.judging = Judging(
@@ -115,7 +110,7 @@ class Scoring:
             self._run_job,
             size=queue_size,
             concurrency=concurrency,
-            full_wait=full_wait,
+            full_wait=0.0 if scorer_process else queue.full_wait,
             metrics=metrics,
         )
         self._background: dict[asyncio.Task[Outcome], ScoreRequest] = {}
