@@ -10,9 +10,10 @@ final status, once written, is never overwritten (`records.upsert_sql`).
 A process that dies leaves its leases to lapse; then another takes the work
 (`attempts` counts the claims, `queue.max_attempts` bounds them). A graceful
 stop gives its leases back at once (`Store.release`), unspent. On SQLite a
-restarting gateway takes back every lease (`SQLiteStore.start`).
+restarting gateway takes back every lease (`SQLiteStore.open`).
 
-`work_for` and `job_from` are pure; `gateway.work.claims` does the claiming.
+`WorkPayload` is pure; `gateway.work.claims` does the claiming, and
+`gateway.scoring.request` turns a claimed record back into a scoring request.
 """
 
 from __future__ import annotations
