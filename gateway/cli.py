@@ -1,4 +1,4 @@
-"""`bias-gateway serve`, `scorer`, `demo`, `migrate` and `check-config`."""
+"""`bias-gateway serve`, `scorer`, `demo`, `migrate`, `check-config` and `hash-key`."""
 
 from __future__ import annotations
 
@@ -73,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     migrate.add_argument("--config", help="YAML config (default: environment variables only)")
     check = commands.add_parser("check-config", help="validate a config file and show it")
     check.add_argument("path", nargs="?", help="YAML config (default: environment variables only)")
+    commands.add_parser(
+        "hash-key", help="print the config entry (sha256:...) for a client key read from stdin"
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "check-config":
@@ -81,7 +84,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             # On stderr, so that stdout stays JSON.
             checked = os.path.abspath(args.path) if args.path else _ENVIRONMENT_ONLY
             print(f"bias-gateway: config OK: {checked}", file=sys.stderr)
+            for name in settings.keys_in_clear():
+                print(
+                    f"bias-gateway: warning: key {name!r} is kept in clear; give its hash"
+                    " instead (bias-gateway hash-key)",
+                    file=sys.stderr,
+                )
             return 0
+        if args.command == "hash-key":
+            return _hash_key()
         if args.command == "demo":
             return _demo(args)
         if args.command == "migrate":
@@ -92,6 +103,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"bias-gateway: config error: {exc}", file=sys.stderr)
         return 2
+
+
+def _hash_key() -> int:
+    """Read a key from standard input (a prompt that does not echo on a terminal) and
+    print its config entry; the key itself is never printed."""
+    import getpass
+
+    from gateway.config.keyhash import hash_key
+
+    key = getpass.getpass("key: ") if sys.stdin.isatty() else sys.stdin.read()
+    key = key.strip()
+    if not key:
+        print("bias-gateway: hash-key: no key on standard input", file=sys.stderr)
+        return 2
+    print(hash_key(key))
+    return 0
 
 
 _ENVIRONMENT_ONLY = "environment variables only (the settings of config/gateway.yaml)"

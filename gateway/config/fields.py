@@ -15,9 +15,11 @@ from pydantic import (
     StringConstraints,
 )
 
+from gateway.config.keyhash import check_hashed
 from gateway.config.yamlenv import Loc
 
 __all__ = [
+    "ClientKey",
     "Model",
     "Name",
     "OptionalName",
@@ -64,6 +66,15 @@ def _check_secret(value: SecretStr) -> SecretStr:
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Url = Annotated[str, AfterValidator(_check_url)]
 Secret = Annotated[SecretStr, AfterValidator(_check_secret)]
+
+
+def _check_client_key(value: SecretStr) -> SecretStr:
+    check_hashed(value.get_secret_value())
+    return value
+
+
+# A client key, in clear or as `sha256:<hex>` (`gateway.config.keyhash`).
+ClientKey = Annotated[SecretStr, AfterValidator(_check_secret), AfterValidator(_check_client_key)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 OptionalName = Annotated[Name | None, BeforeValidator(_blank_to_none)]
 OptionalUrl = Annotated[Url | None, BeforeValidator(_blank_to_none)]

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from gateway.config.fields import (
+    ClientKey,
     Model,
     Name,
     OptionalName,
@@ -24,7 +25,6 @@ from gateway.config.fields import (
     OptionalUrl,
     PositiveFloat,
     Problems,
-    Secret,
     Url,
 )
 from gateway.config.yamlenv import (
@@ -239,7 +239,7 @@ class Policy(Model):
 class KeySettings(Model):
     """A gateway API key, its display name, and the policy its requests follow."""
 
-    key: Secret
+    key: ClientKey  # in clear, or `sha256:<hex>` (`bias-gateway hash-key`)
     name: Name
     policy: Name = "default"
     # An admin key reads every key's records (lookups, lists, stats, the dashboard)

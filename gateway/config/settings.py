@@ -6,7 +6,8 @@ from typing import Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from gateway.config.fields import Model, Name, Problems, Secret
+from gateway.config.fields import ClientKey, Model, Name, Problems
+from gateway.config.keyhash import is_hashed, stored_digest
 from gateway.config.sections import (
     AnthropicSettings,
     JudgeSettings,
@@ -39,7 +40,7 @@ class Settings(Model):
     policies: dict[str, Policy] = Field(default_factory=_default_policies)
     default_policy: Name = "default"
     keys: list[KeySettings] = Field(default_factory=list)
-    api_keys: list[Secret] = Field(default_factory=list)
+    api_keys: list[ClientKey] = Field(default_factory=list)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
@@ -92,12 +93,12 @@ class Settings(Model):
                     )
                 )
         names: set[str] = set()
-        values: dict[str, str] = {}
+        values: dict[bytes, str] = {}
         for key in self.all_keys():
             if key.name in names:
                 problems.append((f"keys: name {key.name!r} is used twice", ()))
             names.add(key.name)
-            secret = key.key.get_secret_value()
+            secret = stored_digest(key.key.get_secret_value())  # a key and its hash are one key
             if secret in values:
                 # Never echo the key itself: name the two entries sharing it.
                 text = f"keys: {values[secret]!r} and {key.name!r} have the same key"
@@ -114,6 +115,10 @@ class Settings(Model):
             for number, key in enumerate(self.api_keys, start=1)
         ]
         return [*self.keys, *generated]
+
+    def keys_in_clear(self) -> list[str]:
+        """The names of the client keys given in clear, not as their hash."""
+        return [key.name for key in self.all_keys() if not is_hashed(key.key.get_secret_value())]
 
     def judge_base_url(self) -> str:
         return self.judge.base_url or self.upstream.base_url

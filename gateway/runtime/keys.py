@@ -1,4 +1,8 @@
-"""Gateway API keys: which key a request carries, compared in constant time."""
+"""Gateway API keys: which key a request carries, compared in constant time.
+
+Keys are compared by their SHA-256 digests, so a key given in the config as its
+hash (`gateway.config.keyhash`) and one given in clear are matched alike.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import hmac
 from starlette.datastructures import Headers
 
 from gateway.config import KeySettings
+from gateway.config.keyhash import digest_of, stored_digest
 from gateway.errors import AuthenticationFailed
 
 __all__ = ["Authenticator", "presented_key"]
@@ -26,7 +31,7 @@ class Authenticator:
     """Maps a presented key to its `KeySettings`; with no keys configured, all are let in."""
 
     def __init__(self, keys: list[KeySettings]) -> None:
-        self._keys = [(key.key.get_secret_value().encode(), key) for key in keys]
+        self._keys = [(stored_digest(key.key.get_secret_value()), key) for key in keys]
 
     @property
     def open(self) -> bool:
@@ -41,7 +46,7 @@ class Authenticator:
             return None
         if presented is None:
             raise AuthenticationFailed("Missing API key: send `Authorization: Bearer <key>`.")
-        candidate = presented.encode()
+        candidate = digest_of(presented)
         match: KeySettings | None = None
         # Compare against every key, so timing does not reveal which prefix matched.
         for secret, key in self._keys:
