@@ -14,6 +14,7 @@ the boundary, in `gateway.upstream.client` and `gateway.scoring.service`, and ch
     │   └── ModelNotFound           404 model_not_found
     ├── MethodNotAllowed            405 method_not_allowed (a gateway-owned path)
     ├── PayloadTooLarge             413 request_too_large
+    ├── RateLimited                 429 rate_limit_exceeded (a client key past its limits)
     ├── JudgeFailureBlocked         503 bias_judge_unavailable
     └── UpstreamError
         ├── UpstreamUnavailable     502 upstream_unavailable (connect refused, reset)
@@ -23,6 +24,7 @@ the boundary, in `gateway.upstream.client` and `gateway.scoring.service`, and ch
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from starlette.responses import JSONResponse
@@ -37,6 +39,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "PermissionDenied",
+    "RateLimited",
     "UnscoredPathRefused",
     "UpstreamError",
     "UpstreamProtocolError",
@@ -53,6 +56,21 @@ class GatewayError(Exception):
         super().__init__(message)
         self.message = message
         self.param = param
+
+    def headers(self) -> dict[str, str]:
+        """Response headers the error's answer carries."""
+        return {}
+
+
+class RateLimited(GatewayError):
+    """A client key past `requests_per_minute` or `concurrent_requests`."""
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"retry-after": str(max(1, math.ceil(self.retry_after)))}
 
 
 class BadRequest(GatewayError):
@@ -122,6 +140,7 @@ _TABLE: dict[type[GatewayError], tuple[int, str, str]] = {
     MethodNotAllowed: (405, "invalid_request_error", "method_not_allowed"),
     UnscoredPathRefused: (403, "bias_policy_violation", "unscored_path"),
     PayloadTooLarge: (413, "invalid_request_error", "request_too_large"),
+    RateLimited: (429, "requests", "rate_limit_exceeded"),
     JudgeFailureBlocked: (503, "bias_judge_error", "bias_judge_unavailable"),
     UpstreamUnavailable: (502, "upstream_error", "upstream_unavailable"),
     UpstreamProtocolError: (502, "upstream_error", "upstream_protocol_error"),
@@ -146,7 +165,7 @@ def envelope(
 def error_response(exc: GatewayError, headers: dict[str, str] | None = None) -> JSONResponse:
     status, kind, code = status_of(exc)
     body = envelope(exc.message, type=kind, code=code, param=exc.param, **error_details(exc))
-    headers = dict(headers or {})
+    headers = {**(headers or {}), **exc.headers()}
     if isinstance(exc, MethodNotAllowed):
         headers["allow"] = ", ".join(exc.allowed)
     return JSONResponse(body, status_code=status, headers=headers)

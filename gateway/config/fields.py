@@ -24,6 +24,7 @@ __all__ = [
     "Name",
     "OptionalName",
     "OptionalPositiveFloat",
+    "OptionalPositiveInt",
     "OptionalSecret",
     "OptionalUrl",
     "PositiveFloat",
@@ -80,6 +81,7 @@ OptionalName = Annotated[Name | None, BeforeValidator(_blank_to_none)]
 OptionalUrl = Annotated[Url | None, BeforeValidator(_blank_to_none)]
 OptionalSecret = Annotated[SecretStr | None, BeforeValidator(_blank_to_none)]
 OptionalPositiveFloat = Annotated[PositiveFloat | None, BeforeValidator(_blank_to_none)]
+OptionalPositiveInt = Annotated[Annotated[int, Field(ge=1)] | None, BeforeValidator(_blank_to_none)]
 
 
 class Model(BaseModel):

@@ -21,6 +21,7 @@ from gateway.config.fields import (
     Name,
     OptionalName,
     OptionalPositiveFloat,
+    OptionalPositiveInt,
     OptionalSecret,
     OptionalUrl,
     PositiveFloat,
@@ -38,6 +39,7 @@ __all__ = [
     "CategorySettings",
     "JudgeSettings",
     "KeySettings",
+    "LimitSettings",
     "ModelRoute",
     "Policy",
     "QueueSettings",
@@ -245,6 +247,18 @@ class KeySettings(Model):
     # An admin key reads every key's records (lookups, lists, stats, the dashboard)
     # and may filter by key; any other key reads only its own requests' records.
     admin: bool = False
+    # This key's own limits; unset, `limits` (for every key) applies.
+    requests_per_minute: OptionalPositiveFloat = None
+    concurrent_requests: OptionalPositiveInt = None
+
+
+class LimitSettings(Model):
+    """What each client key may send, unless the key sets its own: requests a minute
+    and requests at once. Past either, a request is answered 429 before any upstream
+    or judge call."""
+
+    requests_per_minute: OptionalPositiveFloat = None
+    concurrent_requests: OptionalPositiveInt = None
 
 
 class StoreSettings(Model):

@@ -12,6 +12,7 @@ from gateway.config.sections import (
     AnthropicSettings,
     JudgeSettings,
     KeySettings,
+    LimitSettings,
     ModelRoute,
     Policy,
     QueueSettings,
@@ -45,6 +46,7 @@ class Settings(Model):
     store: StoreSettings = Field(default_factory=StoreSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -179,6 +179,12 @@ class Metrics:
         self.skipped = Counter(
             "bias_skipped_total", "Responses not scored, by reason.", ["reason"], registry=registry
         )
+        self.key_limited = Counter(
+            "gateway_key_limited_total",
+            "Requests refused with 429 because their key was past a limit, by key name.",
+            ["key", "limit"],
+            registry=registry,
+        )
         self.dropped = Counter(
             "bias_dropped_total", "Scoring jobs dropped, by reason.", ["reason"], registry=registry
         )

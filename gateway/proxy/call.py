@@ -16,6 +16,7 @@ from gateway.proxy.decisions import Decision, Refusal, bias_headers, skip_header
 from gateway.proxy.exchange import UpstreamCall
 from gateway.proxy.streaming import StreamTap
 from gateway.proxy.surfaces import Surface, SurfaceRequest
+from gateway.runtime.quotas import KeyQuota
 from gateway.runtime.resources import Gateway
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.request import ScoreRequest
@@ -53,6 +54,7 @@ class ScoredCall:
     mode: Mode
     job: ScoreRequest
     upstream_call: UpstreamCall
+    quota: KeyQuota | None = None  # the key's place, given back once the answer is sent
 
     @property
     def sampled(self) -> bool:

@@ -25,6 +25,7 @@ from gateway.proxy.intake import read_body, resolve_mode
 from gateway.proxy.paths import anthropic_path, carries_no_text, owned_methods
 from gateway.proxy.streaming import SSEResponse
 from gateway.proxy.surfaces import Messages
+from gateway.runtime.quotas import KeyQuota
 from gateway.runtime.resources import Gateway
 
 __all__ = ["forwarded_url", "list_models", "passthrough"]
@@ -115,7 +116,9 @@ async def passthrough(request: Request) -> Response:
         if isinstance(exc, MethodNotAllowed) or not anthropic_path(request.url.path):
             raise  # the app's handler: the OpenAI envelope (and a 405's `allow`)
         refusal = Refusal.of(exc)  # the anthropic SDK reads its own error shape
-        return JSONResponse(Messages().error_body(refusal), status_code=refusal.status)
+        return JSONResponse(
+            Messages().error_body(refusal), status_code=refusal.status, headers=exc.headers()
+        )
 
 
 async def _passthrough(request: Request) -> Response:
@@ -147,6 +150,22 @@ async def _passthrough(request: Request) -> Response:
                 policy=policy_name,
             )
         gateway.metrics.skipped.labels(reason).inc()
+    quota = gateway.quotas.admit(key)
+    try:
+        response = await _forward(gateway, request, reason, quota)
+    except BaseException:
+        if quota is not None:
+            quota.release()
+        raise
+    return response
+
+
+async def _forward(
+    gateway: Gateway, request: Request, reason: SkipReason, quota: KeyQuota | None
+) -> Response:
+    """Send the call upstream and stream its answer back; the key's place (`quota`) is
+    given back once the answer is read, or once a streamed one ends."""
+    path, method = request.url.path, request.method
     body = await read_body(request, gateway.settings.server.max_body_bytes)
     anthropic = anthropic_path(path)
     target = gateway.router.anthropic if anthropic else gateway.router.default
@@ -170,9 +189,13 @@ async def _passthrough(request: Request) -> Response:
     )
     headers = {**answer.headers, **skip_headers(reason)}
     if answer.chunks is None:
+        if quota is not None:
+            quota.release()
         return Response(answer.body, answer.status, headers=headers)
 
     async def close(disconnected: bool) -> None:
         await answer.aclose()
+        if quota is not None:
+            quota.release()
 
     return SSEResponse(answer.chunks, headers=headers, on_close=close, status_code=answer.status)

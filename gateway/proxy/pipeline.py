@@ -46,13 +46,17 @@ class ScoredEndpoint:
         except GatewayError as exc:
             await self._error(exc)(scope, receive, send)
             return
-        if not gateway.scoring.reserves(call.job):
-            # Most requests: no place to hold, so no context manager to enter (its
-            # generator would add calls to every mode-off request; `bench.calls`).
-            await self._respond(call, True, scope, receive, send)
-            return
-        async with gateway.scoring.reservation(call.job) as admitted:
-            await self._respond(call, admitted, scope, receive, send)
+        try:
+            if not gateway.scoring.reserves(call.job):
+                # Most requests: no place to hold, so no context manager to enter (its
+                # generator would add calls to every mode-off request; `bench.calls`).
+                await self._respond(call, True, scope, receive, send)
+                return
+            async with gateway.scoring.reservation(call.job) as admitted:
+                await self._respond(call, admitted, scope, receive, send)
+        finally:
+            if call.quota is not None:  # held until the whole answer, stream or not, is sent
+                call.quota.release()
 
     async def _respond(
         self, call: ScoredCall, admitted: bool, scope: Scope, receive: Receive, send: Send
@@ -65,7 +69,9 @@ class ScoredEndpoint:
 
     def _error(self, exc: GatewayError) -> Response:
         refusal = Refusal.of(exc)
-        return JSONResponse(self.surface.error_body(refusal), status_code=refusal.status)
+        return JSONResponse(
+            self.surface.error_body(refusal), status_code=refusal.status, headers=exc.headers()
+        )
 
     async def _begin(self, gateway: Gateway, request: Request) -> ScoredCall:
         settings = gateway.settings
@@ -79,6 +85,8 @@ class ScoredEndpoint:
         policy_name = key.policy if key else settings.default_policy
         policy = settings.policies[policy_name]
         mode = resolve_mode(policy, request.headers.get("x-bias-mode"))
+        # Last of what may refuse the request, so that a place it takes is never lost.
+        quota = gateway.quotas.admit(key)
         sampled = mode != "off" and gateway.samplers[policy_name].take()
         job = ScoreRequest(
             # Only a scored response needs a run id; skipping uuid4() keeps it off the plain path.
@@ -96,7 +104,7 @@ class ScoredEndpoint:
             ),
         )
         call = UpstreamCall(gateway, request, state, self.surface, parsed, target)
-        return ScoredCall(gateway, state, self.surface, parsed, policy, mode, job, call)
+        return ScoredCall(gateway, state, self.surface, parsed, policy, mode, job, call, quota)
 
     def _target(self, gateway: Gateway, model: str) -> Target:
         if self.surface.upstream_path == "/v1/messages":

@@ -8,6 +8,7 @@ from gateway.config import Settings
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
 from gateway.runtime.keys import Authenticator
+from gateway.runtime.quotas import Quotas
 from gateway.scoring.policy import Sampler
 from gateway.scoring.service import Scoring
 from gateway.store import Store
@@ -27,5 +28,6 @@ class Gateway:
     scoring: Scoring
     telemetry: Telemetry
     metrics: Metrics
+    quotas: Quotas
     samplers: dict[str, Sampler] = field(default_factory=dict)
     ready: bool = False

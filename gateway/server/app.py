@@ -29,6 +29,7 @@ from gateway.proxy.pipeline import ScoredEndpoint
 from gateway.proxy.surfaces import SURFACES
 from gateway.runtime.keys import Authenticator
 from gateway.runtime.lifecycle import build_judge, scoring_runtime
+from gateway.runtime.quotas import Quotas
 from gateway.runtime.resources import Gateway
 from gateway.scoring.policy import Sampler
 from gateway.server.health import healthz, metrics_endpoint, readyz
@@ -89,6 +90,11 @@ def create_app(
                 scoring=runtime.scoring,
                 telemetry=runtime.telemetry,
                 metrics=metrics,
+                quotas=Quotas(
+                    settings.all_keys(),
+                    settings.limits,
+                    on_limited=lambda key, limit: metrics.key_limited.labels(key, limit).inc(),
+                ),
                 samplers={
                     name: Sampler(policy.sample_rate) for name, policy in settings.policies.items()
                 },
