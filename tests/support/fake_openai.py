@@ -15,6 +15,7 @@ Misbehaviour is scripted with `Fault`s, each used by the next matching request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
@@ -138,6 +139,10 @@ class FakeOpenAI:
         self.judge_calls_at: deque[float] = deque()
         self.judge_in_flight = 0
         self.judge_peak_in_flight = 0
+        # A judge call waits (5 s at most) until this many are in flight at once, so that a
+        # test sees a concurrency bound reached, not merely kept.
+        self.judge_gather = 0
+        self._gathered: asyncio.Event | None = None
         self.rate_limited = 0  # 429s sent for judge_max_rps
 
     def fail(self, *faults: Fault) -> None:
@@ -167,10 +172,20 @@ class FakeOpenAI:
             self.judge_in_flight += 1
             self.judge_peak_in_flight = max(self.judge_peak_in_flight, self.judge_in_flight)
             try:
+                if self.judge_gather:
+                    await self._gather()
                 return await self._answer_chat(step, body)
             finally:
                 self.judge_in_flight -= 1
         return await self._answer_chat(step, body)
+
+    async def _gather(self) -> None:
+        if self._gathered is None:
+            self._gathered = asyncio.Event()
+        if self.judge_in_flight >= self.judge_gather:
+            self._gathered.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._gathered.wait(), 5)
 
     def _over_rate_limit(self) -> Response | None:
         if self.judge_max_rps is None:

@@ -49,8 +49,8 @@ async def test_monitor_scores_many_responses_at_once(
 async def test_max_concurrency_bounds_judge_calls_in_flight(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
-    # Calls long enough to overlap on a busy machine, so the bound is reached, not just kept.
-    fake_openai.judge_delay = 0.2
+    fake_openai.judge_delay = 0.05
+    fake_openai.judge_gather = 5  # each call waits for five at once: the bound is reached
     fake_openai.unique_replies = True
     gateway = make_gateway(judge={"max_concurrency": 5})
     answers = await post_many(gateway, 30)
