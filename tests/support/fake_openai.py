@@ -137,6 +137,9 @@ class FakeOpenAI:
         # Judge calls answered 429 above this many a second (a sliding one-second window).
         self.judge_max_rps: float | None = None
         self.judge_calls_at: deque[float] = deque()
+        # Judge calls in flight, counted per reset: a call a previous test left running
+        # (its gateway's background work) neither counts here nor, ending, uncounts.
+        self._generation = getattr(self, "_generation", 0) + 1
         self.judge_in_flight = 0
         self.judge_peak_in_flight = 0
         # A judge call waits (5 s at most) until this many are in flight at once, so that a
@@ -169,6 +172,7 @@ class FakeOpenAI:
             limited = self._over_rate_limit()
             if limited is not None:
                 return limited
+            generation = self._generation
             self.judge_in_flight += 1
             self.judge_peak_in_flight = max(self.judge_peak_in_flight, self.judge_in_flight)
             try:
@@ -176,7 +180,8 @@ class FakeOpenAI:
                     await self._gather()
                 return await self._answer_chat(step, body)
             finally:
-                self.judge_in_flight -= 1
+                if generation == self._generation:
+                    self.judge_in_flight -= 1
         return await self._answer_chat(step, body)
 
     async def _gather(self) -> None:
