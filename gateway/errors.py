@@ -40,6 +40,7 @@ __all__ = [
     "PayloadTooLarge",
     "PermissionDenied",
     "RateLimited",
+    "StoreUnavailable",
     "UnscoredPathRefused",
     "UpstreamError",
     "UpstreamProtocolError",
@@ -114,6 +115,10 @@ class JudgeFailureBlocked(GatewayError):
     pass
 
 
+class StoreUnavailable(GatewayError):
+    """A read of the score store while it is away (the database down)."""
+
+
 class UpstreamError(GatewayError):
     pass
 
@@ -142,6 +147,7 @@ _TABLE: dict[type[GatewayError], tuple[int, str, str]] = {
     PayloadTooLarge: (413, "invalid_request_error", "request_too_large"),
     RateLimited: (429, "requests", "rate_limit_exceeded"),
     JudgeFailureBlocked: (503, "bias_judge_error", "bias_judge_unavailable"),
+    StoreUnavailable: (503, "server_error", "store_unavailable"),
     UpstreamUnavailable: (502, "upstream_error", "upstream_unavailable"),
     UpstreamProtocolError: (502, "upstream_error", "upstream_protocol_error"),
     UpstreamTimeout: (504, "upstream_error", "upstream_timeout"),

@@ -274,6 +274,9 @@ class StoreSettings(Model):
     # Final records and cache entries older than this are pruned in the background;
     # 0 keeps everything. Pending records are never pruned.
     retention_days: Annotated[float, Field(ge=0)] = 30.0
+    # Records held in memory while the store cannot be written (the database away, the
+    # disk full), written in order once it is back; beyond it they are dropped, counted.
+    buffer_records: Annotated[int, Field(ge=1)] = 10_000
 
     @field_validator("url")
     @classmethod

@@ -205,6 +205,19 @@ class Metrics:
             registry=registry,
             multiprocess_mode="mostrecent",
         )
+        self.store_buffered = Gauge(
+            "bias_store_buffered_records",
+            "Records and cache entries submitted and not yet stored (store.buffer_records "
+            "bounds it; it grows while the store is away).",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.store_dropped = Counter(
+            "bias_store_records_dropped_total",
+            "Records the store's writer could not keep: buffer_full, rejected, shutdown.",
+            ["reason"],
+            registry=registry,
+        )
         self.pruned = Counter(
             "bias_store_pruned_total",
             "Records and cache entries pruned for being older than store.retention_days.",

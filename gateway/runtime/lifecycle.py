@@ -150,7 +150,10 @@ async def scoring_runtime(
     how often the `Claimer` looks for work on a store that does not announce it."""
     tracing = telemetry or Telemetry.from_settings(settings.telemetry)
     tracing.install_global()
-    store = open_store(settings.store)
+    store = open_store(
+        settings.store,
+        on_dropped=lambda reason, count: metrics.store_dropped.labels(reason).inc(count),
+    )
     await store.open(sweep_pending=sweep_pending)
     client = upstream or Upstream()
     await client.start()

@@ -133,9 +133,11 @@ class Scoring:
         return self.queue.left_pending
 
     def update_gauges(self) -> None:
-        """Set the gauges a scrape reads: queue depth, scorings and judge calls in flight."""
+        """Set the gauges a scrape reads: queue depth, scorings and judge calls in flight,
+        records the store holds."""
         self.metrics.queue_depth.set(self.queue_depth)
         self.metrics.scorings_in_flight.set(self.in_flight)
+        self.metrics.store_buffered.set(self.recorder.store.backlog().held)
         limiter = getattr(self.scorer.judge, "limiter", None)
         if isinstance(limiter, limits.JudgeLimiter):
             self.metrics.judge_in_flight.set(limiter.stats.in_flight)

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from gateway.api.search import score_list, score_lookup, score_stats
 from gateway.api.ui import ui_routes
 from gateway.config import Settings, load_settings, settings_from_env
-from gateway.errors import GatewayError, envelope, error_response
+from gateway.errors import GatewayError, StoreUnavailable, envelope, error_response
 from gateway.observability.access import AccessLog, call_state
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
@@ -33,6 +33,7 @@ from gateway.runtime.quotas import Quotas
 from gateway.runtime.resources import Gateway
 from gateway.scoring.policy import Sampler
 from gateway.server.health import healthz, metrics_endpoint, readyz
+from gateway.store import StoreError
 from gateway.store.retention import Retention
 from gateway.upstream.client import Upstream
 from gateway.upstream.routing import Router
@@ -138,6 +139,7 @@ def create_app(
         exception_handlers={
             ClientDisconnect: _client_disconnect,
             GatewayError: _gateway_error,
+            StoreError: _store_error,
             HTTPException: _http_error,
             Exception: _unexpected_error,
         },
@@ -148,6 +150,13 @@ def create_app(
 async def _gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
     return error_response(exc)
+
+
+async def _store_error(request: Request, exc: Exception) -> Response:
+    """A lookup or search while the store is away: 503, said plainly (no traceback)."""
+    log.warning("score store read failed", path=request.url.path, error=str(exc))
+    message = "The score store is unavailable; try again shortly."
+    return error_response(StoreUnavailable(message), {"retry-after": "5"})
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

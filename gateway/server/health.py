@@ -36,11 +36,20 @@ async def readiness(ready: bool, store: Store, facts: dict[str, Any]) -> Respons
     traffic elsewhere); else 200 with `facts` and where the store is."""
     if not ready:
         return JSONResponse({"status": "starting or stopping"}, status_code=503)
-    database: dict[str, Any] = {"engine": store.engine, "where": store.describe()}
+    backlog = store.backlog()
+    database: dict[str, Any] = {
+        "engine": store.engine,
+        "where": store.describe(),
+        **backlog.public(),
+    }
     try:
         await store.ping()
     except StoreError as exc:
         database["error"] = str(exc)
+    else:
+        if backlog.down_for is not None:  # reads work, writes do not (a full disk)
+            database["error"] = f"records cannot be written: {backlog.error}"
+    if "error" in database:
         return JSONResponse({"status": "store unavailable", "store": database}, status_code=503)
     return JSONResponse({"status": "ready", **facts, "store": database})
 

@@ -18,12 +18,15 @@ from collections.abc import Callable
 
 from gateway.config import StoreSettings
 from gateway.store.base import Store
+from gateway.store.outage import Backlog
 from gateway.store.postgres import PostgresStore, redacted_url
 from gateway.store.records import FINAL_STATUSES, CacheEntry, ScoreRecord, Status, StoreError
 from gateway.store.sqlite import SQLiteStore
+from gateway.store.writer import DroppedHook
 
 __all__ = [
     "FINAL_STATUSES",
+    "Backlog",
     "CacheEntry",
     "PostgresStore",
     "SQLiteStore",
@@ -36,9 +39,17 @@ __all__ = [
 ]
 
 
-def open_store(settings: StoreSettings, *, clock: Callable[[], float] = time.time) -> Store:
+def open_store(
+    settings: StoreSettings,
+    *,
+    clock: Callable[[], float] = time.time,
+    on_dropped: DroppedHook | None = None,
+) -> Store:
     """The store `settings` ask for (not yet opened): PostgreSQL when `url` is set.
-    Leases are taken and lapse on `clock` (wall-clock seconds)."""
+    Leases are taken and lapse on `clock` (wall-clock seconds); `on_dropped(reason,
+    count)` hears of every record the writer could not store."""
+    buffer = settings.buffer_records
     if settings.url is not None:
-        return PostgresStore(settings.url.get_secret_value(), clock=clock)
-    return SQLiteStore(settings.path, clock=clock)
+        url = settings.url.get_secret_value()
+        return PostgresStore(url, clock=clock, buffer_records=buffer, on_dropped=on_dropped)
+    return SQLiteStore(settings.path, clock=clock, buffer_records=buffer, on_dropped=on_dropped)

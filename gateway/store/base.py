@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from gateway.store.outage import Backlog
 from gateway.store.queries import ScoreQuery, StatsGroup, StatsQuery
 from gateway.store.records import CacheEntry, ScoreRecord
 
@@ -56,6 +57,10 @@ class Store(Protocol):
     async def prune(self, before: float, *, batch: int) -> int: ...
 
     async def ping(self) -> None: ...
+
+    def backlog(self) -> Backlog:
+        """What the writer holds and could not store (`gateway.store.outage`)."""
+        ...
 
     # Durable scoring work (`gateway.work.payload`): pending records that carry `work`.
 

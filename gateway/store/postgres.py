@@ -19,11 +19,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from gateway.store.dialect import POSTGRES, Statements
 from gateway.store.migrations import migrate_postgres
+from gateway.store.outage import Backlog
 from gateway.store.queries import (
     ScoreQuery,
     StatsGroup,
@@ -43,7 +44,7 @@ from gateway.store.records import (
     record_row,
     rows_of,
 )
-from gateway.store.writer import Batch, Writer
+from gateway.store.writer import Batch, DroppedHook, Writer
 from guard.outputs import valid_text
 
 __all__ = ["WORK_CHANNEL", "PostgresStore", "redacted_url"]
@@ -69,6 +70,42 @@ def redacted_url(url: str) -> str:
         return url
     user = credentials.split(":", 1)[0]
     return f"{scheme}{sep}{user}:****@{host}"
+
+
+def _is_outage(exc: BaseException) -> bool:
+    """The database is away, not the batch at fault: the connection broke or was never
+    made (08xxx, OSError, asyncpg's interface errors), the server stops or restarts
+    (57xxx), it is out of room or connections (53xxx), refuses connections to the
+    database (55000) or the login (28xxx), is read-only after a failover (25006),
+    rolled back a conflict (40xxx), or did not answer in time."""
+    import asyncpg
+
+    return isinstance(
+        exc,
+        OSError
+        | TimeoutError
+        | asyncpg.InterfaceError
+        | asyncpg.InternalClientError
+        | asyncpg.PostgresConnectionError
+        | asyncpg.OperatorInterventionError
+        | asyncpg.InsufficientResourcesError
+        | asyncpg.ObjectNotInPrerequisiteStateError
+        | asyncpg.InvalidAuthorizationSpecificationError
+        | asyncpg.ReadOnlySQLTransactionError
+        | asyncpg.TransactionRollbackError,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _reading(where: str) -> AsyncIterator[None]:
+    """A read on a database that is away raises `StoreError` (answered 503), not the
+    driver's own error."""
+    try:
+        yield
+    except Exception as exc:
+        if _is_outage(exc):
+            raise StoreError(f"score store {where} does not answer: {exc}") from exc
+        raise
 
 
 async def _keep_session(connection: Any) -> None:
@@ -101,13 +138,22 @@ class PostgresStore:
         linger: float = 0.005,
         pool_size: int = 4,
         clock: Callable[[], float] = time.time,
+        buffer_records: int = 10_000,
+        on_dropped: DroppedHook | None = None,
     ) -> None:
         self._url = url
         self._clock = clock  # wall-clock seconds of leases (a test's own, to skip the wait)
         self._pool_size = pool_size
         self._pool: Any = None
         self._reads: Any = None
-        self._writer = Writer(self._write_batch, batch_max=batch_max, linger=linger)
+        self._writer = Writer(
+            self._write_batch,
+            batch_max=batch_max,
+            linger=linger,
+            buffer_records=buffer_records,
+            is_outage=_is_outage,
+            on_dropped=on_dropped,
+        )
         self._listener: Any = None  # a connection of its own, outside the pool
         self._woken = asyncio.Event()
 
@@ -181,15 +227,25 @@ class PostgresStore:
         await self._writer.flush()
 
     async def get(self, run_id: str) -> ScoreRecord | None:
+        """The newest record of `run_id`: still held by the writer (the database away),
+        else the stored one."""
         await self.flush()
         self._require()
-        row = await self._pool.fetchrow(_SQL.select, run_id)
+        held = self._writer.held(run_id)
+        if held is not None:
+            return held
+        async with _reading(self.describe()):
+            row = await self._pool.fetchrow(_SQL.select, run_id)
         return None if row is None else record_from_row(row)
+
+    def backlog(self) -> Backlog:
+        return self._writer.backlog()
 
     async def status_counts(self) -> dict[str, int]:
         self._require()
         counts: dict[str, int] = dict.fromkeys(sorted(STATUSES), 0)
-        rows = await self._pool.fetch(_SQL.counts)
+        async with _reading(self.describe()):
+            rows = await self._pool.fetch(_SQL.counts)
         counts.update({row[0]: row[1] for row in rows})
         return counts
 
@@ -275,15 +331,18 @@ class PostgresStore:
         await self.flush()
         self._require()
         sql, values = search_sql(query, POSTGRES)
-        return [record_from_row(row) for row in await self._reads.fetch(sql, *values)]
+        async with _reading(self.describe()):
+            rows = await self._reads.fetch(sql, *values)
+        return [record_from_row(row) for row in rows]
 
     async def stats(self, query: StatsQuery) -> list[StatsGroup]:
         await self.flush()
         self._require()
         sql, values = stats_sql(query, POSTGRES)
         p90, p90_values = p90_sql(query, POSTGRES)
-        rows = await self._reads.fetch(sql, *values)
-        ranked = {row[0]: row[1] for row in await self._reads.fetch(p90, *p90_values)}
+        async with _reading(self.describe()):
+            rows = await self._reads.fetch(sql, *values)
+            ranked = {row[0]: row[1] for row in await self._reads.fetch(p90, *p90_values)}
         return stats_rows(rows, ranked.get, group_by=query.group_by)
 
     async def ping(self) -> None:

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from gateway.store.dialect import SQLITE, Statements
 from gateway.store.migrations import migrate_sqlite
+from gateway.store.outage import Backlog
 from gateway.store.queries import (
     ScoreQuery,
     StatsGroup,
@@ -55,7 +56,8 @@ from gateway.store.records import (
     record_row,
     rows_of,
 )
-from gateway.store.writer import Batch, Writer, WriterThread
+from gateway.store.threads import WriterThread
+from gateway.store.writer import Batch, DroppedHook, Writer
 from guard.outputs import valid_text
 
 __all__ = ["SQLiteStore"]
@@ -125,6 +127,20 @@ def _open_file(path: Path, sweep_pending: bool) -> tuple[sqlite3.Connection, sql
     return conn, reader
 
 
+# What SQLite says when the file cannot be written for now: a full disk, a read-only
+# file or filesystem, an I/O error, a lock held too long. The record is not at fault.
+_AWAY = ("disk is full", "readonly", "read-only", "disk i/o error", "locked", "unable to open")
+
+
+def _is_outage(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return True
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    message = str(exc).lower()
+    return any(words in message for words in _AWAY)
+
+
 def _commit_batch(conn: sqlite3.Connection, batch: Batch) -> None:
     """Commit `batch` in one transaction, on the writer thread. Whatever fails (a
     database error, or anything else the driver raises on a value) is rolled back,
@@ -163,10 +179,19 @@ class SQLiteStore:
         batch_max: int = 512,
         linger: float = 0.005,
         clock: Callable[[], float] = time.time,
+        buffer_records: int = 10_000,
+        on_dropped: DroppedHook | None = None,
     ) -> None:
         self._path = Path(path)
         self._clock = clock  # wall-clock seconds of leases (a test's own, to skip the wait)
-        self._writer = Writer(self._write_batch, batch_max=batch_max, linger=linger)
+        self._writer = Writer(
+            self._write_batch,
+            batch_max=batch_max,
+            linger=linger,
+            buffer_records=buffer_records,
+            is_outage=_is_outage,
+            on_dropped=on_dropped,
+        )
         # The writer thread, the only user of the write connection.
         self._thread: WriterThread | None = None
         self._conn: sqlite3.Connection | None = None
@@ -268,8 +293,14 @@ class SQLiteStore:
     async def get(self, run_id: str) -> ScoreRecord | None:
         """The record for `run_id` after a flush, or None if there is none."""
         await self.flush()
+        held = self._writer.held(run_id)
+        if held is not None:  # the file could not be written (disk full): still held
+            return held
         rows = await self._read(_SQL.select, (run_id,))
         return record_from_row(rows[0]) if rows else None
+
+    def backlog(self) -> Backlog:
+        return self._writer.backlog()
 
     async def cached(self, limit: int) -> list[CacheEntry]:
         """The `limit` newest stored cache entries, oldest first (committed ones only)."""

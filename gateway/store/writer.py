@@ -3,19 +3,30 @@ queue is committed in batches, in submission order, off the request path.
 
 `Writer` runs as a task on an event loop: the store's own (PostgreSQL, whose
 driver lives there), or one on the engine's writer thread (SQLite, so that the
-request path's loop only queues). It takes queued records and
-cache entries in order, up to `batch_max` at a time, and when only a few are
-waiting it lingers a moment for more, so that under load one commit carries
-many rows (group commit). Each batch goes to the engine's `commit` (SQLite
-commits on its writer thread; PostgreSQL sends one executemany). A batch that
-fails is retried item by item, so one bad record is all that is lost, and the
-loop outlives any failure: otherwise the queue would grow and `flush` hang.
+request path's loop only queues). It takes queued records and cache entries in
+order, up to `batch_max` at a time, and when only a few are waiting it lingers a
+moment for more, so that under load one commit carries many rows (group commit).
+Each batch goes to the engine's `commit` (SQLite commits on its writer thread;
+PostgreSQL sends one executemany).
+
+Two kinds of failure are told apart by the engine's `is_outage`:
+- the store is away (the server stopped, the connection cut, the disk full or
+  read-only): the batch is held and tried again with a growing pause, and what is
+  submitted meanwhile waits behind it (`outage`), up to `buffer_records` records
+  in all; once a commit goes through, everything held is written, in order;
+- a record the store refuses on its own: the batch is tried item by item, so one
+  bad record is all that is lost.
+Every record that is not stored is counted by reason (`on_dropped`): `rejected`,
+`buffer_full` (submitted with the buffer at its bound) or `shutdown` (still
+held when the store closed with the database away). The loop outlives any failure.
 
 `flush` queues a barrier, released once everything queued before it is
-committed. A batch takes past a barrier whatever is queued already, without
-lingering: every read flushes first, and cutting a batch at each barrier would
-turn a burst read by many clients into one commit per reader. `stop` queues a
-stop: what came before it is committed, then the loop ends.
+committed, or at once while the store is away: a read must not wait for the
+database to come back (`held` finds a run's newest record still waiting). A
+batch takes past a barrier whatever is queued already, without lingering:
+every read flushes first, and cutting a batch at each barrier would turn a burst
+read by many clients into one commit per reader. `stop` queues a stop: what came
+before it is committed, then the loop ends.
 
 `put` may be called from any thread; the queue and the state are under one
 lock, so that nothing is queued behind the stop.
@@ -31,17 +42,18 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal
 
+from gateway.store.outage import Backlog, Outage
 from gateway.store.records import CacheEntry, ScoreRecord
+from gateway.store.threads import release
 
-__all__ = ["Batch", "Writer", "WriterThread"]
+__all__ = ["Batch", "Writer"]
 
 logger = logging.getLogger("gateway.store")
 
-T = TypeVar("T")
-
 Item = ScoreRecord | CacheEntry
+DroppedHook = Callable[[str, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +70,10 @@ class _Stop:
     """Queued once by `stop()`."""
 
 
+class _GaveUp(Exception):
+    """The store closed while the database was away: the batch is not stored."""
+
+
 def _unclaimed_work(item: Item) -> bool:
     """Work no process has leased: an external scorer's to take."""
     return (
@@ -68,26 +84,8 @@ def _unclaimed_work(item: Item) -> bool:
     )
 
 
-def release(barrier: asyncio.Future[None]) -> None:
-    """Release a `flush` waiting on `barrier`, from whichever loop's thread."""
-    loop = barrier.get_loop()
-    if loop is _running_loop():
-        _resolve(barrier)
-    else:
-        with contextlib.suppress(RuntimeError):  # its loop closed: nobody waits
-            loop.call_soon_threadsafe(_resolve, barrier)
-
-
-def _resolve(barrier: asyncio.Future[None]) -> None:
-    if not barrier.done():  # a cancelled flush() leaves a done future behind
-        barrier.set_result(None)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+def _never(exc: BaseException) -> bool:
+    return False
 
 
 class Writer:
@@ -99,27 +97,46 @@ class Writer:
         *,
         batch_max: int,
         linger: float,
+        buffer_records: int = 10_000,
+        is_outage: Callable[[BaseException], bool] = _never,
+        on_dropped: DroppedHook | None = None,
+        retry_first: float = 0.25,
+        retry_max: float = 5.0,
     ) -> None:
         if batch_max < 1:
             raise ValueError(f"batch_max must be >= 1, got {batch_max}")
+        if buffer_records < 1:
+            raise ValueError(f"buffer_records must be >= 1, got {buffer_records}")
         self.batch_max = batch_max
         self.linger = linger
         self.cache_limit: int | None = None
+        self.on_dropped = on_dropped
         self._commit = commit
+        self._is_outage = is_outage
+        self._retry = (retry_first, retry_max)
         self._items: deque[Item | asyncio.Future[None] | _Stop] = deque()
+        self._batch: list[Item] = []  # taken from the queue, not yet stored
+        self._barriers: list[asyncio.Future[None]] = []  # the flushes waiting on it
         self._lock = threading.Lock()
         self._state: Literal["new", "running", "closed"] = "new"
         self._task: asyncio.Future[None] | None = None  # the loop's end, seen from callers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._woken = asyncio.Event()
+        self._halt = asyncio.Event()  # set by stop(): end an outage's pause
+        self._gave_up = False  # closing with the database away: store nothing more
         # While the task waits: how many queued items wake it (a barrier or the stop
         # always does). None while it runs.
         self._wanted: int | None = None
+        self.outage = Outage(buffer_records)
 
     @property
     def state(self) -> Literal["new", "running", "closed"]:
         return self._state
+
+    def backlog(self) -> Backlog:
+        with self._lock:
+            return self.outage.backlog()
 
     def require(self) -> None:
         """Raise unless the store is open."""
@@ -150,20 +167,43 @@ class Writer:
         self.cache_limit = limit
 
     def put(self, item: Item) -> None:
-        """Queue `item`; returns at once, from any thread."""
+        """Queue `item`; returns at once, from any thread. With the buffer at its bound
+        a record is counted `buffer_full` instead; while the store is away a cache
+        entry is let go (the process's own cache keeps it)."""
+        dropped = None
         with self._lock:
             self.require()
-            self._queue(item, urgent=False)
+            if isinstance(item, CacheEntry) and self.outage.down:
+                self.outage.entries_skipped += 1
+                return
+            if self.outage.full():
+                dropped = self.outage.refuse(item)
+            else:
+                self.outage.hold()
+                self._queue(item, urgent=False)
+        if dropped is not None:
+            self._dropped(dropped, 1)
+
+    def held(self, run_id: str) -> ScoreRecord | None:
+        """The newest record of `run_id` submitted and not yet stored, if any."""
+        with self._lock:
+            for item in reversed((*self._batch, *self._items)):
+                if isinstance(item, ScoreRecord) and item.run_id == run_id:
+                    return item
+        return None
 
     async def flush(self) -> None:
-        """Wait until everything queued before this call is committed."""
+        """Wait until everything queued before this call is committed, or held while
+        the store is away."""
         with self._lock:
             if self._state == "new":
                 raise RuntimeError("the score store is not started")
             barrier: asyncio.Future[None] | None = None
-            if self._state == "running":
+            if self._state == "running" and not self.outage.down:
                 barrier = asyncio.get_running_loop().create_future()
                 self._queue(barrier, urgent=True)
+            elif self._state == "running":
+                return
         if barrier is not None:
             await barrier
         elif self._task is not None:  # stopping or stopped: all is committed by the end
@@ -171,10 +211,12 @@ class Writer:
                 await asyncio.shield(self._task)
 
     async def stop(self) -> None:
-        """Commit what was queued and end the task; refuse more. Idempotent."""
+        """Commit what was queued and end the task; refuse more. Idempotent. With the
+        database away, one more try, then what is held is counted `shutdown`."""
         with self._lock:
             if self._state == "running":
                 self._queue(_Stop(), urgent=True)
+                self._wake(self._halt)
             self._state = "closed"
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):
@@ -187,23 +229,36 @@ class Writer:
         if wanted is None or not (urgent or len(self._items) >= wanted):
             return
         self._wanted = None
+        self._wake(self._woken)
+
+    def _wake(self, event: asyncio.Event) -> None:
         if threading.get_ident() == self._loop_thread:
-            self._woken.set()
+            event.set()
         elif self._loop is not None:
             # The loop may have closed; then nobody is waiting.
             with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._woken.set)
+                self._loop.call_soon_threadsafe(event.set)
 
     async def _run(self) -> None:
         stop = False
         while not stop:
             items, barriers, stop = await self._next_batch()
+            self._barriers = barriers
+            if self.outage.down:  # held only: a flush must not wait out the outage
+                self._release(barriers)
             try:
                 await self._write(items)
             except Exception:  # the writer must outlive any one failure
                 logger.exception("score store writer failed on %d records", len(items))
-            for barrier in barriers:
-                release(barrier)
+            with self._lock:
+                self.outage.release(len(items))
+                self._batch = []
+            self._release(barriers)
+            self._barriers = []
+
+    def _release(self, barriers: list[asyncio.Future[None]]) -> None:
+        for barrier in barriers:
+            release(barrier)
 
     async def _next_batch(self) -> tuple[list[Item], list[asyncio.Future[None]], bool]:
         items: list[Item] = []
@@ -214,11 +269,13 @@ class Writer:
                 while self._items and len(items) < self.batch_max:
                     item = self._items.popleft()
                     if isinstance(item, _Stop):
+                        self._batch = items
                         return items, barriers, True
                     if isinstance(item, asyncio.Future):
                         barriers.append(item)
                     else:
                         items.append(item)
+                self._batch = items
                 if len(items) >= self.batch_max or barriers:
                     return items, barriers, False
                 timeout: float | None = None
@@ -242,7 +299,7 @@ class Writer:
                     self._wanted = None
 
     async def _write(self, items: list[Item]) -> None:
-        """Commit a batch at once; if that fails, each item on its own."""
+        """Commit a batch at once; if the store refuses it, each item on its own."""
         records = [item for item in items if isinstance(item, ScoreRecord)]
         now = time.time()
         entries = [(item.key, item.result, now) for item in items if isinstance(item, CacheEntry)]
@@ -255,7 +312,10 @@ class Writer:
             await self._commit_or_log(whole)
             return
         try:
-            await self._commit(whole)
+            await self._commit_through(whole)
+            return
+        except _GaveUp:
+            self._dropped("shutdown", len(records))
             return
         except Exception:  # told below, and each item's own failure is logged
             pass
@@ -271,7 +331,9 @@ class Writer:
 
     async def _commit_or_log(self, batch: Batch) -> None:
         try:
-            await self._commit(batch)
+            await self._commit_through(batch)
+        except _GaveUp:
+            self._dropped("shutdown", len(batch.records))
         except Exception:
             logger.exception(
                 "could not store %d score records (run_id %s) and %d cache entries",
@@ -279,37 +341,52 @@ class Writer:
                 ", ".join(record.run_id for record in batch.records) or "-",
                 len(batch.entries),
             )
+            self._dropped("rejected", len(batch.records))
 
+    async def _commit_through(self, batch: Batch) -> None:
+        """Commit `batch`, waiting out an outage; raises what the store refuses, or
+        `_GaveUp` if the store closes while the database is away."""
+        pause = self._retry[0]
+        while True:
+            if self._gave_up:
+                raise _GaveUp  # closing, and the last try found the database away
+            try:
+                await self._commit(batch)
+            except Exception as exc:
+                if not self._is_outage(exc):
+                    raise
+                with self._lock:
+                    began = self.outage.begin(exc)
+                if began:
+                    self._release_waiting()
+                if self._halt.is_set():
+                    self._gave_up = True
+                    raise _GaveUp from exc
+                with contextlib.suppress(TimeoutError):  # stop() ends the pause: one more try
+                    async with asyncio.timeout(pause):
+                        await self._halt.wait()
+                pause = min(pause * 2, self._retry[1])
+                continue
+            if self.outage.down:
+                with self._lock:
+                    self.outage.end()
+            return
 
-class WriterThread:
-    """A thread of an engine's own that runs the writer's event loop (SQLite: the one
-    thread that uses the write connection)."""
+    def _release_waiting(self) -> None:
+        """The store just went away: release the flushes waiting on what is held."""
+        with self._lock:
+            barriers = [item for item in self._items if isinstance(item, asyncio.Future)]
+            for barrier in barriers:
+                self._items.remove(barrier)
+        self._release([*self._barriers, *barriers])
 
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        self._thread = threading.Thread(
-            target=self._serve, args=(ready,), name="gateway-store-writer", daemon=True
-        )
-        self._thread.start()
-        ready.wait()
-        assert self._thread.ident is not None
-        self.ident = self._thread.ident
-
-    def _serve(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.call_soon(ready.set)
-        self.loop.run_forever()
-
-    async def call(self, function: Callable[..., T], *args: object) -> T:
-        """`function(*args)` on this thread."""
-
-        async def run() -> T:
-            return function(*args)
-
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), self.loop))
-
-    async def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        await asyncio.to_thread(self._thread.join)
-        self.loop.close()
+    def _dropped(self, reason: str, count: int) -> None:
+        if count <= 0:
+            return
+        with self._lock:
+            self.outage.count(reason, count)
+        if self.on_dropped is not None:
+            try:
+                self.on_dropped(reason, count)
+            except Exception:  # a hook must not stop the writer
+                logger.exception("the store's on_dropped hook failed")

@@ -7,11 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import subprocess
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ import yaml
 
 from gateway.store.records import FINAL_STATUSES
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
+from tests.support.fleet import Fleet, Output
 from tests.support.subprocess_gateway import start_gateway, start_scorer
 from tests.support.waiting import wait_for
 
@@ -31,78 +30,6 @@ pytestmark = pytest.mark.slow  # every test here starts gateway or scorer proces
 MESSAGES: Any = [{"role": "user", "content": "hi"}]
 JUDGE_DELAY = 0.33  # three judge calls a scoring: about a second each
 LEASE_SECONDS = 3.0  # a dead scorer's work comes back this long after its last renewal
-
-
-class Output:
-    """Reads a process's output as it comes (a full pipe would stall the process)."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.process = process
-        self.lines: list[str] = []
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line)
-
-    def join(self) -> None:
-        self._thread.join(timeout=10)
-
-    def events(self, name: str) -> list[dict[str, Any]]:
-        """The JSON log lines whose `event` is `name`."""
-        found = []
-        for line in list(self.lines):
-            if not line.startswith("{"):
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if entry.get("event") == name:
-                found.append(entry)
-        return found
-
-    def text(self) -> str:
-        return "".join(self.lines)
-
-
-class Fleet:
-    """The processes a test started; `stop()` ends every one still running."""
-
-    def __init__(self) -> None:
-        self.processes: list[subprocess.Popen[str]] = []
-        self.outputs: list[Output] = []
-
-    def add(self, started: tuple[subprocess.Popen[str], str]) -> tuple[Output, str]:
-        process, url = started
-        self.processes.append(process)
-        output = Output(process)
-        self.outputs.append(output)
-        return output, url
-
-    def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-        for output in self.outputs:
-            output.join()
-
-
-@pytest.fixture
-def fleet() -> Iterator[Fleet]:
-    running = Fleet()
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def scaleout_config(path: Path, fake: FakeOpenAI, store: dict[str, str], **queue: Any) -> Path:
@@ -308,7 +235,12 @@ def test_a_scorer_scores_an_external_gateways_work_on_sqlite(
     config = scaleout_config(tmp_path / "gateway.yaml", fake_openai, {"path": str(store)})
     _, gateway = fleet.add(start_gateway(config))
     output, health = fleet.add(start_scorer(config))
-    assert ready(health)["store"] == {"engine": "sqlite", "where": str(store.resolve())}
+    assert ready(health)["store"] == {
+        "engine": "sqlite",
+        "where": str(store.resolve()),
+        "buffered": 0,
+        "buffer_records": 10_000,
+    }
 
     run_ids = [post(client_of(gateway)) for _ in range(4)]
 
