@@ -206,6 +206,16 @@ class PgCluster:
     def postmaster_pid(self) -> int:
         return int((self.data_dir / "postmaster.pid").read_text().split()[0])
 
+    def halt(self) -> None:
+        """Stop the server (fast shutdown: sessions are ended), keeping its data."""
+        _stop_server(self.bin_dir, self.data_dir, self.os_uid, self.os_gid)
+
+    def resume(self) -> None:
+        """Start the halted server again on its port."""
+        pg_ctl = [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-l", str(self.log_file)]
+        pg_ctl += ["-o", f"-p {self.port}", "-w", "-t", "60", "-s", "start"]
+        _check(_run(pg_ctl, cwd=self.root, uid=self.os_uid, gid=self.os_gid))
+
     def stop(self) -> None:
         """Stop the server and remove its folder; safe to call twice."""
         if self._stopped:
@@ -318,6 +328,19 @@ def start_cluster(bin_dir: Path, *, attempts: int = 5) -> PgCluster:
         raise
     cluster.start_seconds = time.monotonic() - began
     return cluster
+
+
+@pytest.fixture
+def own_pg_cluster() -> Iterator[PgCluster]:
+    """A cluster of the test's own, to stop and start without disturbing the others."""
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        unavailable()
+    cluster = start_cluster(bin_dir)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

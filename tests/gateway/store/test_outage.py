@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from gateway.store import CacheEntry, ScoreRecord
+from gateway.store import CacheEntry, ScoreRecord, Status
 from gateway.store.writer import Batch, Writer
 from tests.support.waiting import eventually
 
@@ -41,7 +41,7 @@ class Database:
         self.entries.extend(key for key, _, _ in batch.entries)
 
 
-def record(run_id: str, status: str = "pending") -> ScoreRecord:
+def record(run_id: str, status: Status = "pending") -> ScoreRecord:
     return ScoreRecord(run_id=run_id, status=status, created_at=1_700_000_000.0)
 
 

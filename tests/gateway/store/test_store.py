@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from gateway.store import FINAL_STATUSES, CacheEntry, ScoreRecord, SQLiteStore, StoreError
+from gateway.store import (
+    FINAL_STATUSES,
+    CacheEntry,
+    ScoreRecord,
+    SQLiteStore,
+    StoreError,
+    sqlite_file,
+)
 from gateway.store import sqlite as sqlite_engine
 from gateway.store.writer import Batch
 
@@ -462,13 +469,13 @@ async def test_an_exception_outside_sqlite3_error_is_rolled_back(
 ) -> None:
     store = await make_store()
     failing = _FailingOnce()
-    original = sqlite_engine._commit_batch
+    original = sqlite_file.commit_batch
 
     def commit(conn: sqlite3.Connection, batch: Batch) -> None:
         failing.conn = conn
         original(failing, batch)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sqlite_engine, "_commit_batch", commit)
+    monkeypatch.setattr(sqlite_engine, "commit_batch", commit)
     store.submit(record("run-a", status="scored"))
     store.submit(record("run-b", status="scored"))
     await store.flush()
