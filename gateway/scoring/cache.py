@@ -21,6 +21,10 @@ from guard import BiasResult, BiasScorer
 
 __all__ = ["ScoreCache", "cache_key"]
 
+# How long a scoring waits for the shared cache (a database round trip, normally a
+# millisecond or so) before it asks the judge instead.
+_LOOKUP_SECONDS = 1.0
+
 
 def cache_key(scorer: BiasScorer, text: str) -> str:
     """The content hash of `text` under everything that shapes its verdicts.
@@ -124,7 +128,9 @@ class ScoreCache:
         if self.lookup is None:
             return None
         try:
-            entry = await self.lookup(key)
+            # A slow database costs a scoring this much at most, then the judge runs.
+            async with asyncio.timeout(_LOOKUP_SECONDS):
+                entry = await self.lookup(key)
             result = None if entry is None else BiasResult.model_validate_json(entry)
         except Exception:  # a store hiccup must never fail a scoring
             return None

@@ -55,6 +55,7 @@ _SQL = Statements.of(POSTGRES)
 # New work wakes idle scorers: a NOTIFY once the batch that stores it is committed,
 # delivered to every session LISTENing (`wait_for_work`).
 WORK_CHANNEL = "bias_work"
+_PING_SECONDS = 5.0
 
 
 def _count(tag: str) -> int:
@@ -217,8 +218,11 @@ class PostgresStore:
         return [CacheEntry(row[0], row[1]) for row in rows]
 
     async def cache_get(self, key: str) -> str | None:
-        """One stored cache entry, whichever gateway stored it."""
+        """One stored cache entry, whichever gateway stored it. While the database is
+        away, a miss at once: a scoring must not queue for the pool behind it."""
         self._require()
+        if self._writer.outage.down:
+            return None
         value: str | None = await self._pool.fetchval(_SQL.cache_get, key)
         return value
 
@@ -351,7 +355,8 @@ class PostgresStore:
 
         self._require()
         try:
-            await self._pool.fetchval("SELECT 1", timeout=5)
+            async with asyncio.timeout(_PING_SECONDS):  # the pool's queue included
+                await self._pool.fetchval("SELECT 1")
         # InternalClientError: a pooled connection the server ended while a query ran on it.
         except (
             OSError,

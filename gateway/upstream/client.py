@@ -101,6 +101,13 @@ class UpstreamResponse:
         return b"".join(parts)
 
 
+# An idle pooled connection is let go before the server would close it. Servers close
+# idle ones after 5 s by default (uvicorn's --timeout-keep-alive, Node's
+# server.keepAliveTimeout); aiohttp keeps them 15 s, so a request could be sent on a
+# connection the server was closing, and fail "Server disconnected" (seen under load).
+_KEEPALIVE_SECONDS = 4.0
+
+
 class Upstream:
     """The pooled HTTP client to upstream models. Build it in the app's lifespan."""
 
@@ -110,7 +117,10 @@ class Upstream:
 
     async def start(self) -> None:
         connector = aiohttp.TCPConnector(
-            limit=self._connector_limit, limit_per_host=0, ttl_dns_cache=300
+            limit=self._connector_limit,
+            limit_per_host=0,
+            ttl_dns_cache=300,
+            keepalive_timeout=_KEEPALIVE_SECONDS,
         )
         self._session = aiohttp.ClientSession(
             connector=connector,

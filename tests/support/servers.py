@@ -22,9 +22,22 @@ def free_port() -> int:
         return port
 
 
+KEEP_ALIVE_SECONDS = 30
+
+
 class ServerThread:
     def __init__(self, app: Any, *, lifespan: Literal["auto", "on", "off"] = "off") -> None:
-        config = uvicorn.Config(app, host=HOST, port=0, log_level="warning", lifespan=lifespan)
+        # Idle connections are kept longer than any client here keeps them (the gateway
+        # lets its own go after 4 s), as OpenAI's servers do: with uvicorn's 5 s, a
+        # loop stalled by a busy machine could close one as a request arrived on it.
+        config = uvicorn.Config(
+            app,
+            host=HOST,
+            port=0,
+            log_level="warning",
+            lifespan=lifespan,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.port = 0

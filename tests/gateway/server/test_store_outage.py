@@ -1,5 +1,6 @@
 """The store goes away under load and comes back. PostgreSQL: two gateways and a scorer,
-real processes, the server stopped by the test; its connections killed. SQLite: the
+real processes, the server stopped by the test; its connections killed; every byte late
+and the network cut. SQLite: the
 disk full. Nothing the clients see changes, and every announced run ends in exactly
 one final record once the store is back."""
 
@@ -30,6 +31,7 @@ from tests.support.fleet import Fleet
 from tests.support.postgres import PgCluster
 from tests.support.servers import ServerThread
 from tests.support.subprocess_gateway import start_gateway, start_scorer
+from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import wait_for
 
 # Processes, a cluster of its own, a 15 s outage and up to 60 s to settle after it.
@@ -73,8 +75,10 @@ class Load:
         self._sent = 0
         self._pool = ThreadPoolExecutor(max_workers=12)
         self._driver = threading.Thread(target=self._drive, daemon=True)
+        self._began = time.monotonic()
 
     def start(self) -> Load:
+        self._began = time.monotonic()
         self._driver.start()
         return self
 
@@ -84,7 +88,7 @@ class Load:
         self._pool.shutdown(wait=True)
 
     def _drive(self) -> None:
-        began = time.monotonic()
+        began = self._began
         while not self._stop.is_set():
             self._pool.submit(self._one, self._sent)
             self._sent += 1
@@ -114,7 +118,10 @@ class Load:
                 run_id = whole.headers["x-bias-run-id"]
         except Exception as exc:  # every failure is kept and asserted on
             with self._lock:
-                self.failures.append(f"{mode} stream={stream}: {type(exc).__name__}: {exc}")
+                self.failures.append(
+                    f"{time.monotonic() - self._began:.1f}s {mode} stream={stream}:"
+                    f" {type(exc).__name__}: {exc}"
+                )
             return
         with self._lock:
             self.run_ids[run_id] = mode
@@ -137,7 +144,7 @@ def final_rows(url: str) -> dict[str, tuple[str, int]]:
 
 
 def readyz(url: str) -> int:
-    return httpx.get(f"{url}/readyz", timeout=5).status_code
+    return httpx.get(f"{url}/readyz", timeout=15).status_code
 
 
 def test_a_postgres_outage_loses_no_record_and_no_answer(
@@ -172,7 +179,7 @@ def test_a_postgres_outage_loses_no_record_and_no_answer(
     finally:
         load.stop()
     assert load.failures == []
-    assert during >= OUTAGE_SECONDS * 10  # answered while the database was away
+    assert during >= 30  # answered while the database was away (20 a second are sent)
 
     def all_final() -> bool:
         rows = final_rows(url)
@@ -278,3 +285,45 @@ def test_a_full_disk_under_sqlite_keeps_the_proxy_answering(
         finally:
             filler.remove()
             server.stop()
+
+
+def test_a_slow_database_cut_off_and_back_loses_nothing(
+    fake_openai: FakeOpenAI, tmp_path: Path, pg_cluster: PgCluster, make_pg_url: Callable[[], str]
+) -> None:
+    """Every byte to and from the database 100 ms late, then a partition: the proxy
+    drops every connection and refuses new ones for a few seconds."""
+    fake_openai.unique_replies = True
+    url = make_pg_url()
+    proxy = TcpProxy(pg_cluster.host, pg_cluster.port).start()
+    proxied = url.replace(f":{pg_cluster.port}/", f":{proxy.port}/")
+    settings = settings_for(fake_openai, tmp_path, store={"url": proxied})
+    server = ServerThread(create_app(settings), lifespan="on").start()
+    proxy.delay = 0.1  # after the migrations, which are many round trips
+    load = Load([server.url], rate=20)
+    try:
+        load.start()
+        wait_for(lambda: len(load.run_ids) >= 20, "traffic through a slow database", timeout=30)
+        proxy.cut()
+        wait_for(lambda: readyz(server.url) == 503, "/readyz to see the partition", timeout=15)
+        cut_at = len(load.run_ids)
+        wait_for(lambda: len(load.run_ids) >= cut_at + 40, "traffic while cut off", timeout=30)
+        proxy.restore()
+        wait_for(lambda: readyz(server.url) == 200, "the pool back", timeout=30)
+        after = len(load.run_ids) + 20
+        wait_for(lambda: len(load.run_ids) >= after, "traffic after", timeout=30)
+    finally:
+        load.stop()
+    try:
+        assert load.failures == []
+
+        def all_final() -> bool:
+            rows = final_rows(url)
+            return all(rows.get(run_id, ("", 0))[0] in FINAL_STATUSES for run_id in load.run_ids)
+
+        wait_for(all_final, "every run id final", timeout=60, interval=0.5)
+        rows = final_rows(url)
+        assert {rows[run_id][0] for run_id in load.run_ids} == {"scored"}
+        assert proxy.connections > 1  # the pool connected again after the cut
+    finally:
+        server.stop()
+        proxy.stop()
