@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gateway.scoring import cache as cache_module
 from gateway.scoring.cache import ScoreCache, cache_key
 from guard import BiasResult, BiasScorer
 from guard.bias.categories import DEFAULT_CATEGORIES, Category
@@ -253,6 +254,29 @@ async def test_a_failing_lookup_falls_back_to_judging() -> None:
 
     cache = ScoreCache(10, lookup=lookup)
     result, hit = await cache.get_or_run("k", run)
+    assert hit is False
+    assert result == judged
+
+
+async def test_a_lookup_that_hangs_costs_a_scoring_a_second_at_most(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cache_module, "_LOOKUP_SECONDS", 0.05)
+    started = asyncio.Event()
+
+    async def lookup(key: str) -> str | None:
+        started.set()
+        await asyncio.Event().wait()  # a database that never answers
+        return None
+
+    judged = await scorer().run(output="judged here")
+
+    async def run() -> BiasResult:
+        return judged
+
+    cache = ScoreCache(10, lookup=lookup)
+    result, hit = await asyncio.wait_for(cache.get_or_run("k", run), 5)
+    assert started.is_set()
     assert hit is False
     assert result == judged
 
