@@ -38,6 +38,7 @@ __all__ = [
     "openai_request",
     "rate_limit_delay",
     "read_completion",
+    "refuses_format",
     "response_format",
     "retry_after_seconds",
     "weaker",
@@ -91,9 +92,15 @@ class JudgeReply:
 
 
 class StructuredMode(StrEnum):
-    """How a call asks for JSON, strongest first; `weaker` steps down one."""
+    """How a call asks for JSON, strongest first; `weaker` steps down one.
+
+    `JSON_OBJECT_SCHEMA` is JSON mode with the schema beside it
+    (`{"type": "json_object", "schema": ...}`), which llama.cpp's servers constrain
+    the output to when they refuse `json_schema`.
+    """
 
     JSON_SCHEMA = "json_schema"
+    JSON_OBJECT_SCHEMA = "json_object_schema"
     JSON_OBJECT = "json_object"
     PROMPT = "prompt"
 
@@ -149,18 +156,42 @@ def check_status(
 ) -> None:
     """Raise the judge error an HTTP status means; return for a 2xx/3xx.
 
-    `RetryableFailure` for 408, 409, 429 and 5xx; `FormatRejected` for a 400 or
-    422 to a call that sent `response_format`; `JudgeUnavailable` for any other
-    4xx. `text` is the response body (quoted in the error), `retry_after` the
-    `Retry-After` header, or seconds already read by `rate_limit_delay`.
+    `FormatRejected` when a call that sent `response_format` is refused for it
+    (`refuses_format`); else `RetryableFailure` for 408, 409, 429 and 5xx, and
+    `JudgeUnavailable` for any other 4xx. `text` is the response body (quoted in
+    the error), `retry_after` the `Retry-After` header, or seconds already read by
+    `rate_limit_delay`.
     """
+    if response_format is not None and refuses_format(status, text):
+        raise FormatRejected(f"judge refused response_format (HTTP {status}): {text[:200]}")
     if status in _RETRYABLE_STATUS:
         delay = retry_after_seconds(retry_after) if isinstance(retry_after, str) else retry_after
         raise RetryableFailure(f"judge answered HTTP {status}", status, delay)
-    if status in (400, 422) and response_format is not None:
-        raise FormatRejected(f"judge refused response_format: {text[:200]}")
     if status >= 400:
         raise JudgeUnavailable(f"judge answered HTTP {status}: {text[:200]}", status_code=status)
+
+
+# Words an error body uses when it is the structured-output request that was refused.
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar")
+# Refusals that are never about the format: keys, a missing model, limits, time.
+_NOT_FORMAT = frozenset({401, 403, 404, 408, 409, 429})
+
+
+def refuses_format(status: int, text: str) -> bool:
+    """Whether an error answer to a call with `response_format` refuses that format.
+
+    A 400 or 422 always does. Other statuses do when the body names the format:
+    servers differ in the status they refuse it with (llama.cpp's answer a 500
+    "response_format type must be one of ...", llama-cpp-python's a 500 from its
+    validation; ggml-org/llama.cpp issues 9522 and 23463), and a 500 that names
+    no format is a failure worth retrying.
+    """
+    if status < 400 or status in _NOT_FORMAT:
+        return False
+    if status in (400, 422):
+        return True
+    body = text.lower()
+    return any(word in body for word in _FORMAT_WORDS)
 
 
 def response_format(mode: StructuredMode, schema: OutputSchema | None) -> dict[str, Any] | None:
@@ -169,6 +200,8 @@ def response_format(mode: StructuredMode, schema: OutputSchema | None) -> dict[s
         return None
     if mode is StructuredMode.JSON_OBJECT:
         return {"type": "json_object"}
+    if mode is StructuredMode.JSON_OBJECT_SCHEMA:
+        return {"type": "json_object", "schema": schema.schema}
     return {
         "type": "json_schema",
         "json_schema": {"name": schema.name, "schema": schema.schema, "strict": True},
@@ -178,6 +211,8 @@ def response_format(mode: StructuredMode, schema: OutputSchema | None) -> dict[s
 def weaker(mode: StructuredMode) -> StructuredMode:
     """The next structured mode to try when an endpoint refuses `mode`."""
     if mode is StructuredMode.JSON_SCHEMA:
+        return StructuredMode.JSON_OBJECT_SCHEMA
+    if mode is StructuredMode.JSON_OBJECT_SCHEMA:
         return StructuredMode.JSON_OBJECT
     return StructuredMode.PROMPT
 

@@ -20,6 +20,7 @@ from guard.wire import (
     RetryableFailure,
     StructuredMode,
     read_completion,
+    refuses_format,
 )
 
 __all__ = ["LiteLLMJudge", "import_litellm"]
@@ -90,6 +91,8 @@ class LiteLLMJudge(BaseJudge):
             litellm.APIConnectionError,
         ) as exc:
             status = getattr(exc, "status_code", None)
+            if response_format is not None and refuses_format(status or 500, str(exc)):
+                raise FormatRejected(str(exc)) from exc
             raise RetryableFailure(f"judge {self.model} failed: {exc}", status, None) from exc
         except litellm.BadRequestError as exc:
             if response_format is not None:

@@ -29,6 +29,7 @@ from guard.wire import (
     openai_request,
     rate_limit_delay,
     read_completion,
+    refuses_format,
     retry_after_seconds,
 )
 from tests.support.fake_openai import FakeOpenAI, Fault
@@ -83,10 +84,12 @@ async def test_a_judge_written_on_the_extension_point_gets_fallback_and_retries(
     assert isinstance(judge, Judge)
     assert reply.text.startswith('{"opinions"')
     assert reply.usage.prompt_tokens > 0
-    # The 503 retried, the refused schema downgraded to JSON mode, as OpenAIJudge does.
+    # The 503 retried, the refused schema downgraded to JSON mode with the schema beside
+    # it, as OpenAIJudge does.
     formats = [r.body["response_format"]["type"] for r in fake_openai.requests]
     assert formats == ["json_schema", "json_schema", "json_object"]
-    assert judge.structured is StructuredMode.JSON_OBJECT
+    assert fake_openai.requests[-1].body["response_format"]["schema"] == EXTRACT_SCHEMA.schema
+    assert judge.structured is StructuredMode.JSON_OBJECT_SCHEMA
     assert fake_openai.requests[-1].headers["authorization"] == "Bearer sk-mine"
 
 
@@ -110,8 +113,9 @@ async def test_asks_for_json_schema_first(fake_openai: FakeOpenAI) -> None:
 @pytest.mark.parametrize(
     ("refused", "expected_format", "expected_mode"),
     [
-        ({"json_schema"}, "json_object", StructuredMode.JSON_OBJECT),
-        ({"json_schema", "json_object"}, None, StructuredMode.PROMPT),
+        ({"json_schema"}, "json_object", StructuredMode.JSON_OBJECT_SCHEMA),
+        ({"json_schema", "json_object_schema"}, "json_object", StructuredMode.JSON_OBJECT),
+        ({"json_schema", "json_object_schema", "json_object"}, None, StructuredMode.PROMPT),
     ],
 )
 async def test_falls_back_when_the_endpoint_refuses_a_format(
@@ -132,6 +136,49 @@ async def test_falls_back_when_the_endpoint_refuses_a_format(
     assert (last or {}).get("type") == expected_format
     # The downgrade is remembered: the second call goes straight to the working mode.
     assert len(fake_openai.requests) == len(refused) + 2
+
+
+async def test_a_format_refused_with_a_500_that_names_it_is_stepped_down_at_once(
+    fake_openai: FakeOpenAI,
+) -> None:
+    # llama.cpp's servers refuse json_schema with a 500 that says why.
+    fake_openai.refuse_formats = {"json_schema"}
+    fake_openai.refuse_status = 500
+    judge = judge_for(fake_openai, max_retries=2, backoff=0.001)
+    reply = await judge.complete(MESSAGES, schema=EXTRACT_SCHEMA)
+    assert reply.text.startswith('{"opinions"')
+    assert judge.structured is StructuredMode.JSON_OBJECT_SCHEMA
+    # No retry was spent on the refusal: one refused call, one answered.
+    assert len(fake_openai.requests) == 2
+
+
+async def test_a_500_that_names_no_format_is_retried_not_stepped_down(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.fail(Fault(status=500))
+    judge = judge_for(fake_openai, max_retries=1, backoff=0.001)
+    await judge.complete(MESSAGES, schema=EXTRACT_SCHEMA)
+    formats = [r.body["response_format"]["type"] for r in fake_openai.requests]
+    assert formats == ["json_schema", "json_schema"]
+    assert judge.structured is StructuredMode.JSON_SCHEMA
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "refused"),
+    [
+        (400, "bad request", True),
+        (422, "{}", True),
+        (500, 'response_format type must be one of "text" or "json_object"', True),
+        (500, "Internal Server Error", False),
+        (501, "grammar sampling is not supported", True),
+        (503, "overloaded", False),
+        (401, "json_schema needs a key", False),
+        (429, "schema calls are rate limited", False),
+        (200, "json_schema", False),
+    ],
+)
+def test_which_answers_refuse_the_format(status: int, body: str, refused: bool) -> None:
+    assert refuses_format(status, body) is refused
 
 
 async def test_plain_text_calls_send_no_response_format(fake_openai: FakeOpenAI) -> None:

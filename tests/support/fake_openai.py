@@ -128,7 +128,10 @@ class FakeOpenAI:
         self.chunk_delay = 0.0
         self.delay = 0.0
         self.judge_delay = 0.0  # every judge call waits this long
+        # Structured-output forms refused: json_schema, json_object_schema (JSON mode with
+        # a schema beside it) or json_object; with refuse_status (llama.cpp's is a 500).
         self.refuse_formats: set[str] = set()
+        self.refuse_status = 400
         self.faults: deque[Fault] = deque()
         self.requests: list[Recorded] = []
         self.sent: list[bytes] = []  # the bytes of the last stream, as sent
@@ -219,9 +222,10 @@ class FakeOpenAI:
         scripted = await self._scripted(step, fault, failure)
         if scripted is not None:
             return scripted
-        response_format = _field(body, "response_format", "type")
-        if response_format in self.refuse_formats:
-            return _error(400, f"response_format {response_format} is not supported")
+        refused = _format_key(body.get("response_format"))
+        if refused in self.refuse_formats:
+            message = f"response_format {refused} is not supported"
+            return _error(self.refuse_status, message)
         content = fault.content if fault and fault.content is not None else self._answer(step, body)
         if body.get("stream"):
             return self._stream(body, content, fault)
@@ -499,6 +503,14 @@ def _field(value: Any, *path: str) -> Any:
             return None
         value = value.get(name)
     return value
+
+
+def _format_key(response_format: Any) -> str | None:
+    """The structured-output form a `response_format` asks for, as `refuse_formats` names it."""
+    kind = _field(response_format, "type")
+    if kind == "json_object" and _field(response_format, "schema") is not None:
+        return "json_object_schema"
+    return kind if isinstance(kind, str) else None
 
 
 def _asks_as_judge(body: dict[str, Any]) -> bool:

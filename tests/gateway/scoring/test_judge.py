@@ -49,7 +49,10 @@ async def test_format_fallback(fake_openai: FakeOpenAI, upstream: Upstream) -> N
     fake_openai.refuse_formats = {"json_schema"}
     reply = await judge(upstream, fake_openai.base_url).complete(MESSAGES, schema=EXTRACT_SCHEMA)
     assert reply.text.startswith('{"opinions"')
-    assert fake_openai.requests[-1].body["response_format"] == {"type": "json_object"}
+    assert fake_openai.requests[-1].body["response_format"] == {
+        "type": "json_object",
+        "schema": EXTRACT_SCHEMA.schema,
+    }
 
 
 async def test_retries_server_errors(fake_openai: FakeOpenAI, upstream: Upstream) -> None:
