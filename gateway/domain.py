@@ -47,9 +47,10 @@ FINAL_STATUSES: Final[frozenset[Status]] = frozenset(STATUSES) - {"pending"}
 ReasonMode = Literal["inline", "deferred", "off"]
 
 # Where the explanation of a score stands: `pending` while a deferred one is
-# generated, `done`, `off` (not asked for), `error` (the judge failed it),
-# `skipped` (too many waiting) or `dropped` (the gateway stopped first).
-ReasonStatus = Literal["pending", "done", "off", "error", "skipped", "dropped"]
+# generated, `done`, `off` (not asked for), `not_needed` (a passing answer under
+# `judge.reason_for: flagged`), `error` (the judge failed it), `skipped` (too many
+# waiting) or `dropped` (the gateway stopped first).
+ReasonStatus = Literal["pending", "done", "off", "not_needed", "error", "skipped", "dropped"]
 
 # Why a response was not scored (`x-bias-skip-reason`, a record's `status_reason`).
 SkipReason = Literal[

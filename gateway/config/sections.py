@@ -171,6 +171,9 @@ class JudgeSettings(Model):
     # store and the lookup afterwards), inline (before the response), or off.
     reason: ReasonMode = "deferred"
     include_reason: bool | None = None  # the older switch: false means reason: off
+    # Whose score is explained: every one (`all`), or only those the policy flags or
+    # blocks (`flagged`): a passing answer's record says reason_status `not_needed`.
+    reason_for: Literal["all", "flagged"] = "flagged"
     judge_whole_text_when_no_opinions: bool = True
     # Identical response texts are judged once: an LRU of this many results (0 = off).
     cache_size: Annotated[int, Field(ge=0)] = 10000

@@ -86,6 +86,7 @@ class Scoring:
         self.enforce_deadline = judge.enforce_deadline
         self.max_text_chars = judge.max_text_chars
         self.reason: ReasonMode = judge.reason_mode
+        self.reason_for = judge.reason_for
         self.telemetry = telemetry
         self.metrics = metrics
         self.judging = Judging(
@@ -190,7 +191,9 @@ class Scoring:
             outcome = await self.judging.verdicts(request, texts)
             self.recorder.observe_score(request, outcome)
             if outcome.status == "scored" and outcome.reason_status is None:
-                if explain_now:
+                if self.reason != "off" and not self._worth_explaining(outcome):
+                    outcome.reason_status = "not_needed"
+                elif explain_now:
                     await self._explain(outcome, texts)
                 elif self.reason == "off":
                     outcome.reason_status = "off"
@@ -202,6 +205,11 @@ class Scoring:
         else:
             self.recorder.finish(request, outcome, texts)
         return outcome
+
+    def _worth_explaining(self, outcome: Outcome) -> bool:
+        """Whether someone will read this score's explanation: any score under
+        `reason_for: all`, else one the policy flagged or blocked."""
+        return self.reason_for == "all" or outcome.verdict in ("flag", "block")
 
     async def _explain(self, outcome: Outcome, texts: list[str]) -> None:
         new = await self.judging.explain(outcome, texts[outcome.text_index])

@@ -56,7 +56,7 @@ class ScoreRecord:
     score: float | None = None
     verdict: str | None = None
     reason: str | None = None
-    reason_status: str | None = None  # pending | done | off | error | skipped | dropped
+    reason_status: str | None = None  # a ReasonStatus: pending, done, off, not_needed, ...
     status_reason: str | None = None
     judge_calls: int | None = None
     judge_tokens: int | None = None

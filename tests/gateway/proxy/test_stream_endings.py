@@ -150,8 +150,10 @@ def test_client_leaving_while_the_passthrough_stream_is_judged(
     fake_openai.judge_delay = 0.3
     gateway = make_gateway(**policy(mode="enforce", stream_policy="passthrough"))
     run_id = leave_while_judged(gateway, fake_openai)
-    record = final_record(gateway, run_id)
+    # The explanation is deferred: wait for it too, or its call may not have begun.
+    record = gateway.wait_for_score(run_id, reason=True)
     assert record["status"] == "scored"
+    assert record["reason_status"] == "done"
     assert fake_openai.judge_calls() == 3
 
 

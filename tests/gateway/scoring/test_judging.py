@@ -33,7 +33,9 @@ def test_enforce_waits_only_for_the_verdicts(
 ) -> None:
     fake_openai.verdicts = [("no", "fine")]
     fake_openai.fail(Fault(step="reason", delay=1.0))
-    gateway = make_gateway(judge={"pipeline": pipeline}, **policy(mode="enforce"))
+    gateway = make_gateway(
+        judge={"pipeline": pipeline, "reason_for": "all"}, **policy(mode="enforce")
+    )
 
     raw = gateway.client().chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
 
@@ -50,6 +52,44 @@ def test_enforce_waits_only_for_the_verdicts(
     assert final["result"]["callsByStep"]["generate_reason"] == 1
     assert final["result"]["pipeline"] == pipeline
     assert final["judge_tokens"] > early["judge_tokens"] > 0
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "calls", "mode"),
+    [
+        ("faithful", 2, "enforce"),
+        ("single", 1, "enforce"),
+        ("faithful", 2, "monitor"),
+        ("single", 1, "monitor"),
+    ],
+)
+def test_a_passing_answer_is_not_explained_by_default(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway, pipeline: str, calls: int, mode: str
+) -> None:
+    fake_openai.verdicts = [("no", "fine")]
+    gateway = make_gateway(judge={"pipeline": pipeline}, **policy(mode=mode))
+    raw = gateway.client().chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
+    record = gateway.wait_for_score(raw.headers["x-bias-run-id"])
+    assert (record["status"], record["verdict"]) == ("scored", "pass")
+    assert (record["reason"], record["reason_status"]) == (None, "not_needed")
+    assert record["judge_calls"] == calls
+    assert "reason" not in judge_steps(fake_openai)
+
+
+@pytest.mark.parametrize("verdict_mode", ["flag", "block"])
+def test_a_flagged_or_blocked_answer_is_explained(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway, verdict_mode: str
+) -> None:
+    fake_openai.reply = BIASED
+    if verdict_mode == "flag":  # one biased opinion of two: 0.5, between the thresholds
+        fake_openai.opinions = [BIASED, "Engineers build bridges."]
+        fake_openai.verdicts = [("yes", "Geographical stereotype.", ["geographical"]), ("no", "ok")]
+    gateway = make_gateway(**policy(mode="monitor", flag_threshold=0.4, block_threshold=0.8))
+    raw = gateway.client().chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
+    record = gateway.wait_for_score(raw.headers["x-bias-run-id"], reason=True)
+    assert record["verdict"] == verdict_mode
+    assert (record["reason"], record["reason_status"]) == (fake_openai.reason, "done")
+    assert judge_steps(fake_openai).count("reason") == 1
 
 
 def test_a_deferred_block_goes_out_before_its_explanation(
