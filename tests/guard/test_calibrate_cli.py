@@ -289,6 +289,19 @@ def test_calibrate_reads_a_published_format(
     ]
 
 
+def test_calibrate_scores_texts_concurrently_up_to_the_bound(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    data = labelled_file(tmp_path / "labelled.jsonl", fake_openai)
+    fake_openai.judge_gather = 3  # each judge call waits until three are in flight
+    args = ["calibrate", str(data), *judge_args(fake_openai), "--concurrency", "3"]
+    assert main([*args, "--json", str(tmp_path / "f.json")]) == 0
+    assert fake_openai.judge_peak_in_flight == 3
+    figures = json.loads((tmp_path / "f.json").read_text(encoding="utf-8"))
+    assert figures["items"]["scored"] == 12
+    assert [r["score"] for r in figures["results"]] == [yes / 4 for _, _, _, yes in LABELLED]
+
+
 BAD_OPTIONS = [
     pytest.param(
         ["--grid", "0"], "--grid must be > 0 and at most the scale (1), got 0", id="grid-0"

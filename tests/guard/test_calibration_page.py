@@ -94,7 +94,9 @@ def test_the_report_counts_what_was_scored_and_what_failed() -> None:
 
 
 def test_the_page_is_self_contained_and_escapes_every_text() -> None:
-    page = render_calibration(report(RUN), generated_at="2024-01-01 00:00:00 UTC")
+    drawn = report(RUN, left_out={"stereoset: unrelated sentences": 3})
+    page = render_calibration(drawn, generated_at="2024-01-01 00:00:00 UTC")
+    assert '<th scope="row">left out: stereoset: unrelated sentences</th><td>3</td>' in page
     assert page.startswith("<!DOCTYPE html>\n<html")
     assert "<script" not in page
     assert "<img" not in page
