@@ -5,6 +5,7 @@ Every error the library raises derives from `GuardError`; foreign exceptions
 
     GuardError
     ├── OutputShapeError (also ValueError)   the output to score holds no assistant text
+    ├── LabelledDataError                    a labelled file for calibration cannot be read
     └── JudgeError                           the judge LLM gave no usable answer
         ├── JudgeUnavailable                 refused, unreachable, or 429/5xx after retries
         ├── JudgeTimeout                     one judge call passed its timeout
@@ -21,6 +22,7 @@ __all__ = [
     "JudgeOutputError",
     "JudgeTimeout",
     "JudgeUnavailable",
+    "LabelledDataError",
     "OutputShapeError",
 ]
 
@@ -31,6 +33,11 @@ class GuardError(Exception):
 
 class OutputShapeError(GuardError, ValueError):
     """The value passed as `output` holds no assistant text to score."""
+
+
+class LabelledDataError(GuardError):
+    """A labelled file (`guard.calibration`) is missing, unreadable, not in its format, or
+    holds no usable item; the message names the file and, where it can, the line."""
 
 
 class JudgeError(GuardError):

@@ -1,9 +1,10 @@
-"""`bias-guard`: score one text, or run a JSONL dataset, from the shell.
+"""`bias-guard`: score one text, run a JSONL dataset, or calibrate on labelled texts.
 
 `main` parses the arguments (`guard.cli.options`) and runs a command:
-`score` (`guard.cli.score`) or `eval` (`guard.cli.evaluate`, which reads its
+`score` (`guard.cli.score`), `eval` (`guard.cli.evaluate`, which reads its
 input with `guard.cli.dataset` and shows its progress and tables with
-`guard.cli.display`).
+`guard.cli.display`) or `calibrate` (`guard.cli.calibrate`, on
+`guard.calibration`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from guard.cli import evaluate, score
+from guard.cli import calibrate, evaluate, score
 from guard.cli.options import NO_KEY, CLIError, api_key, parser
 from guard.errors import GuardError, JudgeError, JudgeTimeout, JudgeUnavailable
 
@@ -23,6 +24,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "score":
             return score.run(args)
+        if args.command == "calibrate":
+            return calibrate.run(args)
         return evaluate.run(args)
     except CLIError as exc:
         print(f"bias-guard: error: {exc}", file=sys.stderr)

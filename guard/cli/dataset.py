@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import Any
 from guard.cli.options import CLIError
 from guard.errors import OutputShapeError
 from guard.evals import EvalItem
+from guard.jsonl import Malformed, json_lines, json_type
 from guard.outputs import assistant_text
 
 __all__ = ["Dataset", "read_jsonl"]
@@ -53,28 +53,17 @@ def read_jsonl(path: Path, *, needs_target: bool, strict: bool) -> Dataset:
 def _parse_lines(
     lines: Iterable[bytes], *, needs_target: bool
 ) -> Iterator[tuple[int, EvalItem | str]]:
-    """Each non-blank line's number and its item, or why it is malformed.
-
-    Lines split on newlines only: `str.splitlines` would also split at U+2028
-    and friends, which JSON leaves unescaped inside strings.
-    """
-    for number, raw in enumerate(lines, 1):
-        try:
-            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-        except UnicodeDecodeError:
-            yield number, "not valid UTF-8"
-            continue
-        if line.strip():
-            yield number, _parse_line(line, needs_target=needs_target)
+    """Each non-blank line's number and its item, or why it is malformed."""
+    for number, value in json_lines(lines):
+        if isinstance(value, Malformed):
+            yield number, value.why
+        else:
+            yield number, _parse_value(value, needs_target=needs_target)
 
 
-def _parse_line(line: str, *, needs_target: bool) -> EvalItem | str:
-    try:
-        value = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return f"invalid JSON: {exc.msg} (column {exc.colno})"
+def _parse_value(value: Any, *, needs_target: bool) -> EvalItem | str:
     if not isinstance(value, dict):
-        return f"expected a JSON object, got {_json_type(value)}"
+        return f"expected a JSON object, got {json_type(value)}"
     if "input" not in value:
         return 'no "input" key'
     if "output" in value:
@@ -85,15 +74,3 @@ def _parse_line(line: str, *, needs_target: bool) -> EvalItem | str:
     elif needs_target:
         return 'no "output", and no --target to produce one'
     return EvalItem.from_value(value)
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return "a number"

@@ -35,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     if args.target:
         target = resolve_judge(args.target, base_url=args.target_base_url, api_key=None)
     if args.html is not None:
-        _check_html(args.html)  # before any scoring, and before --out creates its file
+        # Before any scoring, and before --out creates its file.
+        options.check_output("--html", args.html)
     out = _open_out(args.out) if args.out else None
     progress = display.progress(stderr)
     scores: list[float] = []
@@ -105,23 +106,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_html(path: Path) -> None:
-    """Fail before scoring when the report could not be written where asked."""
-    if path.is_dir():
-        raise CLIError(f"--html {path}: is a folder; give a file name")
-    folder = path.parent
-    if not folder.exists():
-        raise CLIError(f"--html {path}: the folder {folder} does not exist")
-    if not folder.is_dir():
-        raise CLIError(f"--html {path}: {folder} is not a folder")
-
-
 def write_html(path: Path, page: str) -> None:
-    try:
-        with path.open("w", encoding="utf-8", newline="\n") as file:
-            file.write(page)
-    except OSError as exc:
-        raise CLIError(f"--html {path}: {exc.strerror}") from exc
+    options.write_output("--html", path, page)
 
 
 def _open_out(path: Path) -> TextIO:

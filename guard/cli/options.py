@@ -6,10 +6,20 @@ import argparse
 import os
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from guard.bias.scorer import PIPELINES, BiasScorer, create_bias_scorer
+from guard.calibration import FORMATS
 
-__all__ = ["NO_KEY", "CLIError", "api_key", "parser", "scorer"]
+__all__ = [
+    "NO_KEY",
+    "CLIError",
+    "api_key",
+    "check_output",
+    "parser",
+    "scorer",
+    "write_output",
+]
 
 # Added to a failed judge call's error when no key was given: a hosted judge refuses
 # such calls, and without a network the failure does not say why it was keyless.
@@ -71,7 +81,68 @@ def parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="also write a self-contained HTML report (summary, charts, every item) here",
     )
+    _calibrate_parser(commands, judge)
     return parser
+
+
+def _calibrate_parser(commands: Any, judge: argparse.ArgumentParser) -> None:
+    calibrate = commands.add_parser(
+        "calibrate",
+        parents=[judge],
+        help="judge labelled texts; precision, recall and F1 at each threshold",
+    )
+    calibrate.add_argument("file", type=Path, help="labelled texts (see --format)")
+    calibrate.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="jsonl",
+        help='jsonl: {"text": ..., "label": "biased"|"unbiased"|score} per line (default);'
+        " or a CrowS-Pairs CSV, a StereoSet JSON, a BBQ JSONL file",
+    )
+    calibrate.add_argument(
+        "--grid", type=float, default=0.05, help="step between thresholds (default 0.05)"
+    )
+    calibrate.add_argument(
+        "--precision",
+        type=float,
+        default=0.9,
+        help="target precision: the lowest threshold reaching it is reported (default 0.9)",
+    )
+    calibrate.add_argument(
+        "--label-cut",
+        type=float,
+        help="a JSONL label given as a score is biased from this score up (default: scale/2)",
+    )
+    calibrate.add_argument("--concurrency", type=int, default=4, help="texts scored at once")
+    calibrate.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first malformed record (default: report it and skip it)",
+    )
+    calibrate.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
+    calibrate.add_argument(
+        "--html", type=Path, metavar="PATH", help="write a self-contained HTML page of the figures"
+    )
+
+
+def check_output(option: str, path: Path) -> None:
+    """Fail before any scoring when `path` could not be written where asked."""
+    if path.is_dir():
+        raise CLIError(f"{option} {path}: is a folder; give a file name")
+    folder = path.parent
+    if not folder.exists():
+        raise CLIError(f"{option} {path}: the folder {folder} does not exist")
+    if not folder.is_dir():
+        raise CLIError(f"{option} {path}: {folder} is not a folder")
+
+
+def write_output(option: str, path: Path, text: str) -> None:
+    """Write `text` to `path` as UTF-8, or say why it could not be (a `CLIError`)."""
+    try:
+        with path.open("w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+    except OSError as exc:
+        raise CLIError(f"{option} {path}: {exc.strerror}") from exc
 
 
 def scorer(args: argparse.Namespace) -> BiasScorer:

@@ -10,7 +10,7 @@ too, so the report and the dashboard agree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
@@ -24,8 +24,10 @@ __all__ = [
     "Bar",
     "Column",
     "Segment",
+    "Series",
     "bar_chart",
     "column_chart",
+    "line_chart",
     "stacked_columns",
 ]
 
@@ -72,6 +74,16 @@ class Column:
 
     label: str
     segments: Sequence[Segment]
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One line of `line_chart`: (x, y) points in x order; a None y leaves a gap."""
+
+    name: str
+    colour: str
+    points: Sequence[tuple[float, float | None]]
+    dashed: bool = False
 
 
 def bar_chart(
@@ -194,6 +206,92 @@ def stacked_columns(
         title=title,
         legend=[(name, colour(name)) for name in series],
     )
+
+
+def line_chart(
+    series: Sequence[Series],
+    *,
+    title: str,
+    x_max: float,
+    y_max: float = 1.0,
+    x_label: str = "",
+    markers: Sequence[tuple[float, str]] = (),
+) -> Markup:
+    """Lines over 0..x_max by 0..y_max with a (name, colour) legend and five ticks on
+    each axis; each `markers` entry, (x, label), is a vertical dashed line.
+
+    Points are dotted (their value on hover) while there are at most 60 of them.
+    """
+    if not x_max > 0 or not y_max > 0:
+        raise ValueError("x_max and y_max must be > 0")
+    height, top, bottom, left, right = 260, 34, 40, 44, 14
+    plot_w, plot_h = _WIDTH - left - right, height - top - bottom
+
+    def x_at(x: float) -> float:
+        return left + min(max(x / x_max, 0.0), 1.0) * plot_w
+
+    def y_at(y: float) -> float:
+        return top + (1 - min(max(y / y_max, 0.0), 1.0)) * plot_h
+
+    parts = [_open(title, height)]
+    for index, line in enumerate(series):
+        key_x = left + index * 120
+        parts.append(
+            f'<rect x="{key_x}" y="6" width="12" height="12" fill="{escape(line.colour)}"/>'
+            f'<text x="{key_x + 16}" y="17">{escape(line.name)}</text>'
+        )
+    for n in range(5):
+        y, x = y_max * n / 4, x_max * n / 4
+        parts.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y_at(y):.1f}" y2="{y_at(y):.1f}"'
+            f' class="grid"/><text x="{left - 6}" y="{y_at(y) + 4:.1f}" text-anchor="end">'
+            f"{_number(round(y, 6))}</text>"
+            f'<text x="{x_at(x):.1f}" y="{top + plot_h + 16}" text-anchor="middle">'
+            f"{_number(round(x, 6))}</text>"
+        )
+    if x_label:
+        parts.append(
+            f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle"'
+            f' class="tick">{escape(x_label)}</text>'
+        )
+    for x, label in markers:
+        parts.append(
+            f'<line x1="{x_at(x):.1f}" x2="{x_at(x):.1f}" y1="{top}" y2="{top + plot_h}"'
+            f' class="marker"><title>{escape(label)}</title></line>'
+        )
+    for line in series:
+        parts.extend(_line(line, x_at, y_at))
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _line(
+    series: Series, x_at: Callable[[float], float], y_at: Callable[[float], float]
+) -> list[str]:
+    """A series' polylines, one per run of defined points, and its dots."""
+    dash = ' stroke-dasharray="5 4"' if series.dashed else ""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for x, y in series.points:
+        if y is None:
+            runs.append([])
+        else:
+            runs[-1].append((x, y))
+    parts = []
+    for run in runs:
+        if len(run) > 1:
+            drawn = " ".join(f"{x_at(x):.1f},{y_at(y):.1f}" for x, y in run)
+            parts.append(
+                f'<polyline points="{drawn}" fill="none" stroke="{escape(series.colour)}"'
+                f' stroke-width="2"{dash}/>'
+            )
+    if len(series.points) <= 60:
+        parts.extend(
+            f'<circle cx="{x_at(x):.1f}" cy="{y_at(y):.1f}" r="3" fill="{escape(series.colour)}">'
+            f"<title>{escape(series.name)} at {_number(x)}: {_number(round(y, 4))}</title></circle>"
+            for run in runs
+            for x, y in run
+        )
+    return parts
 
 
 def _total(column: Column) -> float:

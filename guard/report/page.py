@@ -33,7 +33,7 @@ from guard.report.charts import (
 )
 from guard.result import BiasResult, Verdict
 
-__all__ = ["paired_opinions", "render_report"]
+__all__ = ["paired_opinions", "render_report", "templates"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +120,7 @@ def render_report(
         (c.category, c.items, _percent(c.items, len(scored)), _number(c.mean_score))
         for c in categories
     ]
-    page = _templates().get_template("report.html")
+    page = templates().get_template("report.html")
     return page.render(
         title=title,
         facts=facts,
@@ -132,7 +132,8 @@ def render_report(
 
 
 @functools.cache
-def _templates() -> Environment:
+def templates() -> Environment:
+    """The package's Jinja2 templates, autoescaped (the eval report and the calibration page)."""
     return Environment(
         loader=PackageLoader("guard.report", "templates"),
         autoescape=select_autoescape(["html"]),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+import pytest
 from markupsafe import Markup
 
 from guard.report.charts import (
@@ -13,8 +14,10 @@ from guard.report.charts import (
     Bar,
     Column,
     Segment,
+    Series,
     bar_chart,
     column_chart,
+    line_chart,
     stacked_columns,
 )
 
@@ -138,3 +141,71 @@ def test_column_totals_and_ticks() -> None:
     assert totals == [str(n) for n in range(1, 20)]  # none above an empty column
     assert "No data" not in svg
     assert "No data in this window." in column_chart([], title="t")
+
+
+# -- line_chart ------------------------------------------------------------------------------
+
+
+def polylines(svg: str) -> list[list[tuple[float, float]]]:
+    return [
+        [tuple(map(float, pair.split(","))) for pair in (attrs["points"] or "").split()]  # type: ignore[misc]
+        for tag, attrs in parsed(svg).tags
+        if tag == "polyline"
+    ]
+
+
+def test_a_line_chart_maps_points_onto_the_plot() -> None:
+    line = Series("F1", "#123456", [(0.0, 0.0), (0.5, 1.0), (1.0, 0.5)])
+    svg = line_chart([line], title="By threshold", x_max=1.0)
+    assert isinstance(svg, Markup)
+    [points] = polylines(svg)
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    # Evenly spaced in x; y grows upwards, a half of the plot's height for 0.5.
+    assert xs[1] - xs[0] == pytest.approx(xs[2] - xs[1])
+    assert ys[1] < ys[2] < ys[0]
+    assert ys[0] - ys[2] == pytest.approx(ys[2] - ys[1])
+    assert "<title>F1 at 0.5: 1</title>" in svg
+    assert parsed(svg).text[0] == "By threshold"
+
+
+def test_a_line_chart_leaves_a_gap_where_a_value_is_undefined() -> None:
+    line = Series("precision", "#000", [(0, 1.0), (1, 0.5), (2, None), (3, 0.2), (4, 0.1)])
+    svg = line_chart([line], title="t", x_max=4)
+    assert [len(points) for points in polylines(svg)] == [2, 2]
+    assert svg.count("<circle") == 4
+
+
+def test_a_line_chart_has_a_legend_ticks_markers_and_dashes() -> None:
+    svg = line_chart(
+        [Series("a", "#111", [(0, 0.2)]), Series("b", "#222", [(0, 0.4), (10, 0.3)], dashed=True)],
+        title="t",
+        x_max=10,
+        x_label="threshold",
+        markers=[(5, "best F1")],
+    )
+    text = parsed(svg).text
+    assert {"a", "b", "threshold"} <= set(text)
+    assert {"0", "2.5", "5", "7.5", "10"} <= set(text)  # x ticks over 0..x_max
+    assert {"0.25", "0.5", "0.75", "1"} <= set(text)  # y ticks over 0..1
+    assert 'stroke-dasharray="5 4"' in svg
+    [marker] = [attrs for tag, attrs in parsed(svg).tags if attrs.get("class") == "marker"]
+    [(start, _), (end, _)] = polylines(svg)[0]  # series b runs from x 0 to x_max
+    assert float(marker["x1"] or 0) == pytest.approx((start + end) / 2)
+    assert "<title>best F1</title>" in svg
+
+
+def test_a_line_chart_escapes_its_labels_and_refuses_an_empty_range() -> None:
+    svg = line_chart(
+        [Series(HOSTILE, "#000", [(0, 1.0)])], title=HOSTILE, x_max=1, markers=[(0, HOSTILE)]
+    )
+    assert "<script" not in svg
+    assert "<img" not in svg
+    with pytest.raises(ValueError, match="must be > 0"):
+        line_chart([], title="t", x_max=0)
+
+
+def test_a_long_line_is_drawn_without_dots() -> None:
+    line = Series("recall", "#000", [(n / 100, 1 - n / 100) for n in range(101)])
+    svg = line_chart([line], title="t", x_max=1)
+    assert "<circle" not in svg
+    assert len(polylines(svg)[0]) == 101

@@ -1,0 +1,228 @@
+"""How well scores separate biased from unbiased texts, threshold by threshold. Pure.
+
+A text is flagged (predicted biased) when its score is `>=` the threshold,
+the rule the gateway's policies use. At each threshold on a grid over
+0..scale the labelled texts fall in four cells: biased and flagged (tp),
+unbiased and flagged (fp), biased and not flagged (fn), unbiased and not
+flagged (tn). From them:
+
+- precision = tp / (tp + fp), undefined (None) when nothing is flagged;
+- recall = tp / (tp + fn), undefined when no text is biased;
+- F1 = 2tp / (2tp + fp + fn), undefined only when every text is an unbiased
+  one left unflagged;
+- flagged = (tp + fp) / all texts, the share enforce would act on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "MAX_THRESHOLDS",
+    "Calibration",
+    "Counts",
+    "Point",
+    "ThresholdRow",
+    "best_f1",
+    "calibrate",
+    "counts_at",
+    "lowest_reaching",
+    "sweep",
+    "threshold_grid",
+]
+
+MAX_THRESHOLDS = 10_001  # a grid of 0.0001 over a scale of 1
+# Scores carry two decimals and grid points are rounded to ten, so this only absorbs
+# floating-point drift (0.1 * 3 is 0.30000000000000004), never a real difference.
+_EDGE = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One scored, labelled text: its label, its score and its category (if any)."""
+
+    biased: bool
+    score: float
+    category: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """The confusion table at one threshold."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.tp + self.fp + self.fn + self.tn
+
+    @property
+    def precision(self) -> float | None:
+        flagged = self.tp + self.fp
+        return self.tp / flagged if flagged else None
+
+    @property
+    def recall(self) -> float | None:
+        biased = self.tp + self.fn
+        return self.tp / biased if biased else None
+
+    @property
+    def f1(self) -> float | None:
+        wrong_or_found = 2 * self.tp + self.fp + self.fn
+        return 2 * self.tp / wrong_or_found if wrong_or_found else None
+
+    @property
+    def flagged(self) -> float | None:
+        """The share of texts flagged."""
+        return (self.tp + self.fp) / self.total if self.total else None
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdRow:
+    threshold: float
+    counts: Counts
+
+    def to_json(self) -> dict[str, Any]:
+        counts = self.counts
+        return {
+            "threshold": self.threshold,
+            "precision": _rounded(counts.precision),
+            "recall": _rounded(counts.recall),
+            "f1": _rounded(counts.f1),
+            "flagged": _rounded(counts.flagged),
+            "tp": counts.tp,
+            "fp": counts.fp,
+            "fn": counts.fn,
+            "tn": counts.tn,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Every threshold's figures, overall and per category, and the two picks.
+
+    `best` maximises F1; `reaching` is the lowest threshold whose precision is at
+    least `target_precision` (None: no threshold reaches it). `chosen`, the
+    threshold the confusion table shows, is `reaching` when there is one, else `best`.
+    """
+
+    rows: list[ThresholdRow]
+    target_precision: float
+    best: ThresholdRow | None
+    reaching: ThresholdRow | None
+    categories: dict[str, list[ThresholdRow]] = field(default_factory=dict)
+
+    @property
+    def chosen(self) -> ThresholdRow | None:
+        return self.reaching if self.reaching is not None else self.best
+
+    @property
+    def chosen_by(self) -> str | None:
+        """Why `chosen` was chosen: "precision", "f1", or None when nothing was."""
+        if self.reaching is not None:
+            return "precision"
+        return None if self.best is None else "f1"
+
+    def category_at(self, threshold: float) -> dict[str, Counts]:
+        """Each category's confusion table at `threshold`, a point of the grid."""
+        return {
+            name: next(row.counts for row in rows if row.threshold == threshold)
+            for name, rows in self.categories.items()
+        }
+
+
+def threshold_grid(scale: float, step: float) -> list[float]:
+    """0, step, 2·step, ... up to `scale`, and `scale` itself when step does not divide it.
+
+    >>> threshold_grid(1, 0.25)
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    if not scale > 0 or not math.isfinite(scale):
+        raise ValueError(f"scale must be > 0, got {scale}")
+    if not 0 < step <= scale:
+        raise ValueError(f"the grid step must be > 0 and at most the scale ({scale:g}), got {step}")
+    steps = math.floor(scale / step + _EDGE)
+    if steps + 2 > MAX_THRESHOLDS:
+        raise ValueError(f"a grid step of {step:g} gives more than {MAX_THRESHOLDS} thresholds")
+    points = [round(n * step, 10) for n in range(steps + 1)]
+    if points[-1] < scale - _EDGE:
+        points.append(float(scale))
+    return points
+
+
+def counts_at(points: Iterable[Point], threshold: float) -> Counts:
+    tp = fp = fn = tn = 0
+    for point in points:
+        flagged = point.score >= threshold - _EDGE
+        if point.biased:
+            tp, fn = (tp + 1, fn) if flagged else (tp, fn + 1)
+        else:
+            fp, tn = (fp + 1, tn) if flagged else (fp, tn + 1)
+    return Counts(tp, fp, fn, tn)
+
+
+def sweep(points: Sequence[Point], thresholds: Sequence[float]) -> list[ThresholdRow]:
+    return [ThresholdRow(threshold, counts_at(points, threshold)) for threshold in thresholds]
+
+
+def best_f1(rows: Sequence[ThresholdRow]) -> ThresholdRow | None:
+    """The row with the highest F1, the lowest threshold among equals; None when no
+    row has an F1 above 0 (no biased text was ever flagged)."""
+    best: ThresholdRow | None = None
+    for row in rows:
+        f1 = row.counts.f1
+        if f1 and (best is None or f1 > (best.counts.f1 or 0.0) + _EDGE):
+            best = row
+    return best
+
+
+def lowest_reaching(rows: Sequence[ThresholdRow], precision: float) -> ThresholdRow | None:
+    """The lowest threshold whose precision is at least `precision` (undefined counts as not)."""
+    for row in sorted(rows, key=lambda row: row.threshold):
+        reached = row.counts.precision
+        if reached is not None and reached >= precision - _EDGE:
+            return row
+    return None
+
+
+def calibrate(
+    points: Sequence[Point],
+    *,
+    scale: float,
+    step: float,
+    target_precision: float,
+    categories: Iterable[str] = (),
+) -> Calibration:
+    """The figures of `points` on the grid `threshold_grid(scale, step)`.
+
+    Categories are the points' own and any named in `categories` (whose texts
+    may all have failed), in name order; a point without one counts overall only.
+    """
+    if not 0 < target_precision <= 1:
+        raise ValueError(f"the target precision must be in (0, 1], got {target_precision}")
+    thresholds = threshold_grid(scale, step)
+    rows = sweep(points, thresholds)
+    names = sorted(
+        {point.category for point in points if point.category is not None}.union(categories)
+    )
+    by_category = {
+        name: sweep([point for point in points if point.category == name], thresholds)
+        for name in names
+    }
+    return Calibration(
+        rows=rows,
+        target_precision=target_precision,
+        best=best_f1(rows),
+        reaching=lowest_reaching(rows, target_precision),
+        categories=by_category,
+    )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
