@@ -77,15 +77,10 @@ class Scoring:
         concurrency = judge.max_concurrency
         queue_size = concurrency if scorer_process else queue.size
         capture_content = settings.store.capture_content
-        self.scorer = scorer
-        self.settings = settings  # its policies, for work claimed from the store
         # Monitor jobs are stored for scorer processes only.
         self.external = not scorer_process and queue.scorer == "external"
         self.lease_seconds = queue.lease_seconds
         self.worker = worker or worker_id()
-        self.enforce_deadline = judge.enforce_deadline
-        self.max_text_chars = judge.max_text_chars
-        self.reason: ReasonMode = judge.reason_mode
         self.telemetry = telemetry
         self.metrics = metrics
         self.judging = Judging(
@@ -96,9 +91,9 @@ class Scoring:
             telemetry=telemetry,
             metrics=metrics,
             capture_content=capture_content,
-            judge_model=scorer.judge.model,
             scale=scorer.scale,
         )
+        self.reconfigure(scorer, settings)
         self.reasons = DeferredReasons(
             self._explain,
             room=queue_size,
@@ -117,6 +112,22 @@ class Scoring:
         self._overload_log = _Throttle(seconds=1.0)
         self.skipped_overloaded = 0
         self.dropped = 0
+
+    def reconfigure(self, scorer: BiasScorer, settings: Settings) -> None:
+        """Judge new work with `scorer`, as `settings.judge` says (a reloaded config).
+
+        A scoring under way finishes with the judging it started with, its explanation
+        too; the queue, its places and the cache stay (they need a restart to change).
+        """
+        judge = settings.judge
+        self.scorer = scorer
+        self.settings = settings  # its policies, for work claimed from the store
+        self.enforce_deadline = judge.enforce_deadline
+        self.max_text_chars = judge.max_text_chars
+        self.reason: ReasonMode = judge.reason_mode
+        if scorer is not self.judging.scorer:
+            self.judging = self.judging.with_scorer(scorer)
+        self.recorder.scale = scorer.scale
 
     @property
     def queue_depth(self) -> int:
@@ -177,7 +188,8 @@ class Scoring:
         only `in_request`: a background job has no response waiting, so it explains at
         once, which spares the record a write and the loop a task."""
         request, texts = self._judged(request, texts)
-        explain_now = self.reason == "inline" or (self.reason == "deferred" and not in_request)
+        judging, reason = self.judging, self.reason  # as they are now, should a reload come
+        explain_now = reason == "inline" or (reason == "deferred" and not in_request)
         monitor = request.mode == "monitor" and request.chat_span is not None
         with self.telemetry.tracer.start_as_current_span(
             "evaluation bias",
@@ -185,24 +197,25 @@ class Scoring:
             links=[Link(request.chat_span)] if monitor and request.chat_span else None,
             attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
         ) as span:
-            outcome = await self.judging.verdicts(request, texts)
+            outcome = await judging.verdicts(request, texts)
             self.recorder.observe_score(request, outcome)
             if outcome.status == "scored" and outcome.reason_status is None:
                 if explain_now:
-                    await self._explain(outcome, texts)
-                elif self.reason == "off":
+                    await self._explain(outcome, texts, judging)
+                elif reason == "off":
                     outcome.reason_status = "off"
             span.set_attributes(self.recorder.attributes(request, outcome))
             if outcome.status == "error":
                 span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.status_reason))
         if outcome.status == "scored" and outcome.reason_status is None:
-            self.reasons.defer(request, outcome, texts)  # the score goes out now, the reason later
+            # The score goes out now, the reason later.
+            self.reasons.defer(request, outcome, texts, judging)
         else:
             self.recorder.finish(request, outcome, texts)
         return outcome
 
-    async def _explain(self, outcome: Outcome, texts: list[str]) -> None:
-        new = await self.judging.explain(outcome, texts[outcome.text_index])
+    async def _explain(self, outcome: Outcome, texts: list[str], judging: Judging) -> None:
+        new = await judging.explain(outcome, texts[outcome.text_index])
         if new is not None:
             self.recorder.observe_cost(new, steps={"generate_reason"})
 
