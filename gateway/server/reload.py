@@ -161,7 +161,8 @@ class Reloader:
     def listen(self, loop: asyncio.AbstractEventLoop, latch: HangupLatch | None = None) -> None:
         """Reload on SIGHUP from now on, in `loop`; first, if `latch` caught one while
         the process was starting, reload for it."""
-        loop.add_signal_handler(signal.SIGHUP, self.reload)
+        if hasattr(signal, "SIGHUP"):  # not on Windows
+            loop.add_signal_handler(signal.SIGHUP, self.reload)
         if latch is not None and latch.caught:
             self.reload()
 
@@ -176,7 +177,8 @@ class HangupLatch:
     @classmethod
     def install(cls) -> HangupLatch:
         latch = cls()
-        signal.signal(signal.SIGHUP, latch._catch)
+        if hasattr(signal, "SIGHUP"):  # not on Windows
+            signal.signal(signal.SIGHUP, latch._catch)
         return latch
 
     def _catch(self, signum: int, frame: FrameType | None) -> None:

@@ -3,6 +3,9 @@ uvicorn and the fake upstream and judge; `POST /admin/reload` and who may call i
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,12 +18,13 @@ from structlog.testing import capture_logs
 
 from gateway.config import load_settings
 from gateway.config.keyhash import hash_key
+from gateway.observability.metrics import Metrics
 from gateway.runtime.resources import Gateway
 from gateway.server.app import create_app
-from gateway.server.reload import ServedFrom
+from gateway.server.reload import HangupLatch, Reloader, ServedFrom
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
 from tests.support.servers import ServerThread
-from tests.support.waiting import wait_for
+from tests.support.waiting import eventually, wait_for
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 A, B, OPS = "sk-key-a-0001", "sk-key-b-0002", "sk-admin-0003"
@@ -307,3 +311,34 @@ def test_an_app_given_settings_in_code_has_nothing_to_reload(
         server.stop()
     assert answer.status_code == 422
     assert "nothing to read again" in answer.json()["error"]
+
+
+async def test_a_sighup_while_starting_is_kept_and_later_ones_reload_in_the_loop(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "g.yaml", config_data(fake_openai, tmp_path))
+    running = [load_settings(path)]
+    previous = signal.getsignal(signal.SIGHUP)
+    latch = HangupLatch.install()
+    try:
+        os.kill(os.getpid(), signal.SIGHUP)  # before anything listens: caught, not fatal
+        await eventually(lambda: latch.caught, "the latch to catch it")
+        write(path, config_data(fake_openai, tmp_path, keys=[KEY_B, ADMIN]))
+        reloader = Reloader(
+            ServedFrom(str(path), "127.0.0.1", 0),
+            running=lambda: running[-1],
+            apply=running.append,
+            announce=lambda settings, result: None,
+            metrics=Metrics(),
+        )
+        loop = asyncio.get_running_loop()
+        reloader.listen(loop, latch)
+        assert [key.name for key in running[-1].keys] == ["b", "ops"]  # at once, for the latch
+
+        write(path, config_data(fake_openai, tmp_path, keys=[KEY_A, KEY_B, ADMIN]))
+        os.kill(os.getpid(), signal.SIGHUP)
+        await eventually(lambda: len(running) == 3, "the reload on SIGHUP")
+        assert [key.name for key in running[-1].keys] == ["a", "b", "ops"]
+    finally:
+        asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+        signal.signal(signal.SIGHUP, previous)
