@@ -179,6 +179,9 @@ class HangupLatch:
         latch = cls()
         if hasattr(signal, "SIGHUP"):  # not on Windows
             signal.signal(signal.SIGHUP, latch._catch)
+            # A worker starts with SIGHUP blocked (`gateway.server.supervisor`): one sent
+            # meanwhile is delivered now, to the latch.
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})
         return latch
 
     def _catch(self, signum: int, frame: FrameType | None) -> None:
