@@ -189,6 +189,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=port,
         factory=True,
         workers=args.workers,
+        **_worker_healthcheck(args.workers),
     )
     server = uvicorn.Server(config)
     try:
@@ -217,6 +218,21 @@ def _uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Con
         lifespan="on",
         **options,
     )
+
+
+# Seconds a worker may take to answer the supervisor's ping, its start included, before
+# it is replaced. uvicorn's 5 s is shorter than a worker's start on a busy 2-core host:
+# `python -m bench.reload` saw workers replaced, and their replacements in turn, before
+# they could serve, with or without a reload.
+WORKER_HEALTHCHECK = 30
+
+
+def _worker_healthcheck(workers: int) -> dict[str, Any]:
+    import uvicorn
+
+    # Older uvicorn releases (pyproject allows >= 0.34) have no such setting.
+    known = "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters
+    return {"timeout_worker_healthcheck": WORKER_HEALTHCHECK} if workers > 1 and known else {}
 
 
 async def _open_and_close(store: Store, *, sweep_pending: bool = True) -> None:
