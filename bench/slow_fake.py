@@ -101,6 +101,9 @@ def main() -> None:
     parser.add_argument("--judge-latency", type=float, default=1.0)
     parser.add_argument("--jitter", type=float, default=0.3)
     parser.add_argument("--judge-rps", type=float, default=None)
+    # uvicorn's default (5 s) is shorter than aiohttp's client keep-alive (15 s): a pooled
+    # connection the fake has just closed can be picked for a request, which then fails.
+    parser.add_argument("--keep-alive", type=float, default=5.0, help="idle seconds (5)")
     args = parser.parse_args()
     fake = SlowFake(
         chunks=args.chunks,
@@ -119,6 +122,7 @@ def main() -> None:
         log_level="warning",
         access_log=False,
         backlog=4096,
+        timeout_keep_alive=args.keep_alive,
     )
 
 

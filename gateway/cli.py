@@ -27,6 +27,8 @@ from gateway.config import (
 if TYPE_CHECKING:
     import uvicorn
 
+    from gateway.server.app import ServeOptions
+    from gateway.server.reload import HangupLatch
     from gateway.store import Store
 
 __all__ = ["main"]
@@ -129,9 +131,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     from gateway.observability.logs import configure_logging
     from gateway.server.app import ServeOptions, serve_app
+    from gateway.server.reload import HangupLatch, ServedFrom
     from gateway.server.startup import log_startup
     from gateway.store import StoreError, open_store
 
+    # SIGHUP reloads the config; one that comes while starting waits, and does not kill.
+    latch = HangupLatch.install()
     settings: Settings = load_settings(args.config) if args.config else settings_from_env()
     if args.workers < 1:
         raise ConfigError("--workers: must be >= 1")
@@ -162,7 +167,21 @@ def _serve(args: argparse.Namespace) -> int:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     # The app gets its settings as objects. Workers are spawned and unpickle this
     # config, so the factory is a top-level function bound to picklable options.
-    options = ServeOptions(settings=settings, log_level=log_level, swept=True)
+    served = ServedFrom(
+        os.path.abspath(args.config) if args.config else None,
+        host,
+        port,
+        workers=args.workers,
+        supervisor=os.getpid() if args.workers > 1 else None,
+    )
+    options = ServeOptions(
+        settings=settings,
+        log_level=log_level,
+        swept=True,
+        served=served,
+        # Workers are other processes: each installs its own (`serve_app`).
+        hangup=latch if args.workers == 1 else None,
+    )
     config = _uvicorn_config(
         functools.partial(serve_app, options),
         settings,
@@ -170,11 +189,12 @@ def _serve(args: argparse.Namespace) -> int:
         port=port,
         factory=True,
         workers=args.workers,
+        **_worker_healthcheck(args.workers),
     )
     server = uvicorn.Server(config)
     try:
         if args.workers > 1:
-            _supervise(config, server)
+            _supervise(config, server, options, latch)
             return 0
         with contextlib.suppress(KeyboardInterrupt):
             server.run()
@@ -200,6 +220,21 @@ def _uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Con
     )
 
 
+# Seconds a worker may take to answer the supervisor's ping, its start included, before
+# it is replaced. uvicorn's 5 s is shorter than a worker's start on a busy 2-core host:
+# `python -m bench.reload` saw workers replaced, and their replacements in turn, before
+# they could serve, with or without a reload.
+WORKER_HEALTHCHECK = 30
+
+
+def _worker_healthcheck(workers: int) -> dict[str, Any]:
+    import uvicorn
+
+    # Older uvicorn releases (pyproject allows >= 0.34) have no such setting.
+    known = "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters
+    return {"timeout_worker_healthcheck": WORKER_HEALTHCHECK} if workers > 1 and known else {}
+
+
 async def _open_and_close(store: Store, *, sweep_pending: bool = True) -> None:
     await store.open(sweep_pending=sweep_pending)
     await store.close()
@@ -210,9 +245,11 @@ def _scorer(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.observability.logs import configure_logging
+    from gateway.server.reload import HangupLatch, ServedFrom
     from gateway.server.scorer import create_scorer_app
     from gateway.server.startup import startup_fields
 
+    latch = HangupLatch.install()  # SIGHUP reloads the judge settings
     settings = load_settings(args.config) if args.config else settings_from_env()
     _check_address(args.host, args.port)
     log_level = args.log_level.upper()
@@ -223,7 +260,9 @@ def _scorer(args: argparse.Namespace) -> int:
         health=f"http://{args.host}:{args.port}",
         **{name: fields[name] for name in ("version", "config", "judge_model", "store")},
     )
-    config = _uvicorn_config(create_scorer_app(settings), settings, host=args.host, port=args.port)
+    served = ServedFrom(os.path.abspath(args.config) if args.config else None, args.host, args.port)
+    app = create_scorer_app(settings, served=served, hangup=latch)
+    config = _uvicorn_config(app, settings, host=args.host, port=args.port)
     server = uvicorn.Server(config)
     with contextlib.suppress(KeyboardInterrupt):
         server.run()
@@ -279,16 +318,21 @@ def _check_address(host: str, port: int) -> None:
             ) from None
 
 
-def _supervise(config: uvicorn.Config, server: uvicorn.Server) -> None:
+def _supervise(
+    config: uvicorn.Config, server: uvicorn.Server, options: ServeOptions, latch: HangupLatch
+) -> None:
     """What `uvicorn.run` does for `workers > 1`, which it only allows with an import
-    string: bind once here, then uvicorn's supervisor spawns and watches the workers."""
+    string: bind once here, then a supervisor spawns and watches the workers (uvicorn's,
+    but SIGHUP reloads them in place: `gateway.server.supervisor`)."""
     from uvicorn.supervisors import Multiprocess
+
+    from gateway.server.supervisor import Supervisor
 
     # Older uvicorn releases (pyproject allows >= 0.34) take the workers' `target` too.
     extra = {"target": server.run} if "target" in inspect.signature(Multiprocess).parameters else {}
     sock = config.bind_socket()
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            Multiprocess(config, sockets=[sock], **extra).run()
+            Supervisor(config, [sock], options, latch=latch, **extra).run()
     finally:
         sock.close()

@@ -140,6 +140,7 @@ _ROUTES = (
     "/healthz",
     "/readyz",
     "/metrics",
+    "/admin/reload",
 )
 
 

@@ -39,6 +39,10 @@ class ModelLabels:
         self._extra: set[str] = set()
         self._cap = cap
 
+    def add_aliases(self, aliases: Iterable[str]) -> None:
+        """Aliases a reloaded config adds are labelled by name, as the first ones are."""
+        self._known.update(aliases)
+
     def __call__(self, model: str | None) -> str:
         if model is None:
             return "none"
@@ -183,6 +187,12 @@ class Metrics:
             "gateway_key_limited_total",
             "Requests refused with 429 because their key was past a limit, by key name.",
             ["key", "limit"],
+            registry=registry,
+        )
+        self.config_reloads = Counter(
+            "gateway_config_reloads_total",
+            "Config reloads (SIGHUP or POST /admin/reload), by outcome: ok or refused.",
+            ["outcome"],
             registry=registry,
         )
         self.dropped = Counter(

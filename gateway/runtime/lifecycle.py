@@ -2,7 +2,8 @@
 cache and `Scoring`, and `scoring_runtime`, which starts them with the store,
 the HTTP client and the claimer and stops them in order. The gateway
 (`gateway.server.app`) and the scorer process (`gateway.server.scorer`) each run theirs from
-here, so both judge, drain and shut down alike.
+here, so both judge, drain and shut down alike. `Judges` hands a reloaded config
+its judge (`gateway.runtime.reconfigure`).
 """
 
 from __future__ import annotations
@@ -26,22 +27,38 @@ from gateway.work.claims import Claimer
 from guard import BiasScorer, Judge, LiteLLMJudge
 from guard.limits import JudgeLimiter
 
-__all__ = ["ScoringRuntime", "build_judge", "build_scoring", "score_cache", "scoring_runtime"]
+__all__ = [
+    "Judges",
+    "ScoringRuntime",
+    "build_judge",
+    "build_scorer",
+    "build_scoring",
+    "score_cache",
+    "scoring_runtime",
+]
 
 log = structlog.get_logger("gateway.app")
 
 
-def build_judge(settings: Settings, upstream: Upstream, metrics: Metrics | None = None) -> Judge:
+def build_judge(
+    settings: Settings,
+    upstream: Upstream,
+    metrics: Metrics | None = None,
+    *,
+    limiter: JudgeLimiter | None = None,
+) -> Judge:
     """The judge from settings: litellm for `provider/model` without a base_url, else direct
-    over the gateway's own aiohttp pool. Its calls share one limiter (`guard.limits`)."""
+    over the gateway's own aiohttp pool. Its calls share one limiter (`guard.limits`):
+    `limiter` when given (a reloaded judge keeps its predecessor's), else a new one."""
     judge = settings.judge
-    limiter = JudgeLimiter(
-        max_concurrency=judge.max_concurrency,
-        requests_per_minute=judge.max_requests_per_minute,
-        tokens_per_minute=judge.max_tokens_per_minute,
-        on_rate_limited=(lambda _: metrics.judge_rate_limited.inc()) if metrics else None,
-        on_wait=metrics.judge_wait_seconds.inc if metrics else None,
-    )
+    if limiter is None:
+        limiter = JudgeLimiter(
+            max_concurrency=judge.max_concurrency,
+            requests_per_minute=judge.max_requests_per_minute,
+            tokens_per_minute=judge.max_tokens_per_minute,
+            on_rate_limited=(lambda _: metrics.judge_rate_limited.inc()) if metrics else None,
+            on_wait=metrics.judge_wait_seconds.inc if metrics else None,
+        )
     built: LiteLLMJudge | AiohttpJudge
     if "/" in judge.model and judge.base_url is None:
         built = LiteLLMJudge(
@@ -69,6 +86,67 @@ def _secret(value: SecretStr | None) -> str | None:
     return value.get_secret_value() if value is not None else None
 
 
+def _judge_identity(settings: Settings) -> tuple[object, ...]:
+    """Everything `build_judge` reads, bar the limiter's settings."""
+    judge = settings.judge
+    return (
+        judge.model,
+        judge.base_url,
+        _secret(judge.api_key),
+        settings.judge_base_url(),
+        _secret(settings.judge_api_key()),
+        judge.timeout,
+        judge.max_retries,
+        judge.rate_limit_wait,
+    )
+
+
+class Judges:
+    """The judge new scoring work is given, and every judge this process built.
+
+    A reload whose judge settings changed gets a new judge, while work in flight
+    finishes on the one it started with; all of them are closed when the process
+    stops. Every judge shares the first one's limiter, so `judge.max_concurrency`
+    and the budgets bound the calls of old and new together. An injected judge
+    (tests) is kept whatever the settings say: it was not built from them.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        upstream: Upstream,
+        metrics: Metrics,
+        *,
+        injected: Judge | None = None,
+    ) -> None:
+        self._upstream = upstream
+        self._metrics = metrics
+        self.injected = injected is not None
+        self.current = injected or build_judge(settings, upstream, metrics)
+        self._identity = _judge_identity(settings)
+        self._all = [self.current]
+
+    def for_settings(self, settings: Settings) -> Judge:
+        """The judge for `settings`: the current one when they do not change it."""
+        identity = _judge_identity(settings)
+        if self.injected or identity == self._identity:
+            return self.current
+        limiter = getattr(self.current, "limiter", None)
+        judge = build_judge(
+            settings,
+            self._upstream,
+            self._metrics,
+            limiter=limiter if isinstance(limiter, JudgeLimiter) else None,
+        )
+        self.current, self._identity = judge, identity
+        self._all.append(judge)
+        return judge
+
+    async def aclose(self) -> None:
+        for judge in self._all:
+            await judge.aclose()
+
+
 async def build_scoring(
     settings: Settings,
     store: Store,
@@ -79,7 +157,20 @@ async def build_scoring(
     scorer_process: bool = False,
 ) -> Scoring:
     """`Scoring` as `settings` ask, with guard's scorer for the judge."""
-    scorer = BiasScorer(
+    return Scoring(
+        build_scorer(settings, judge),
+        store,
+        settings,
+        telemetry=telemetry,
+        metrics=metrics,
+        cache=await score_cache(settings, store),
+        scorer_process=scorer_process,
+    )
+
+
+def build_scorer(settings: Settings, judge: Judge) -> BiasScorer:
+    """guard's scorer as `settings.judge` shapes it, asking `judge`."""
+    return BiasScorer(
         judge,
         scale=settings.judge.scale,
         reason="off",  # Scoring asks for the explanation itself: inline or deferred
@@ -88,15 +179,6 @@ async def build_scoring(
         trace_evaluation=False,  # Scoring opens the evaluation span, with the gateway's facts
         categories=settings.judge.bias_categories(),
         reason_language=settings.judge.reason_language,
-    )
-    return Scoring(
-        scorer,
-        store,
-        settings,
-        telemetry=telemetry,
-        metrics=metrics,
-        cache=await score_cache(settings, store),
-        scorer_process=scorer_process,
     )
 
 
@@ -126,7 +208,7 @@ class ScoringRuntime:
     telemetry: Telemetry
     store: Store
     upstream: Upstream
-    judge: Judge
+    judges: Judges
     scoring: Scoring
     claimer: Claimer
 
@@ -157,9 +239,9 @@ async def scoring_runtime(
     await store.open(sweep_pending=sweep_pending)
     client = upstream or Upstream()
     await client.start()
-    bias_judge = judge or build_judge(settings, client, metrics)
+    judges = Judges(settings, client, metrics, injected=judge)
     scoring = await build_scoring(
-        settings, store, bias_judge, tracing, metrics, scorer_process=scorer_process
+        settings, store, judges.current, tracing, metrics, scorer_process=scorer_process
     )
     scoring.start()
     if store.notifies:  # work is announced: no need to look for it more often
@@ -167,11 +249,11 @@ async def scoring_runtime(
     claimer = Claimer(store, scoring, settings, metrics=metrics, pull=pull, idle_wait=idle_wait)
     claimer.start()
     try:
-        yield ScoringRuntime(tracing, store, client, bias_judge, scoring, claimer)
+        yield ScoringRuntime(tracing, store, client, judges, scoring, claimer)
     finally:
         await claimer.stop()
         await scoring.drain(settings.queue.drain_deadline)
-        await bias_judge.aclose()
+        await judges.aclose()
         await client.close()
         await store.close()
         if telemetry is None:

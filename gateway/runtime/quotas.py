@@ -62,15 +62,24 @@ class Quotas:
         *,
         on_limited: Callable[[str, Limit], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        previous: Quotas | None = None,
     ) -> None:
+        """`previous`: the quotas of the config this one replaces (a reload). A key whose
+        name and limits stay keeps its quota, so its requests in flight and the minute's
+        budget it spent still count."""
         self.clock = clock
         self.on_limited = on_limited
         self._quotas: dict[str, KeyQuota] = {}
+        kept = previous._quotas if previous is not None else {}
         for key in keys:
             per_minute = key.requests_per_minute or defaults.requests_per_minute
             at_once = key.concurrent_requests or defaults.concurrent_requests
-            if per_minute is not None or at_once is not None:
-                self._quotas[key.name] = KeyQuota(per_minute, at_once, clock())
+            if per_minute is None and at_once is None:
+                continue
+            quota = kept.get(key.name)
+            if quota is None or (quota.per_minute, quota.at_once) != (per_minute, at_once):
+                quota = KeyQuota(per_minute, at_once, clock())
+            self._quotas[key.name] = quota
 
     def admit(self, key: KeySettings | None) -> KeyQuota | None:
         """The quota whose place the request now holds (`release` it once the response

@@ -20,6 +20,9 @@ __all__ = ["Gateway"]
 
 @dataclass(slots=True)
 class Gateway:
+    """What a request works with. A request reads it once, at its start, and keeps it:
+    a reload publishes a new one (`gateway.runtime.reconfigure`) for the requests after."""
+
     settings: Settings
     router: Router
     auth: Authenticator
@@ -31,3 +34,44 @@ class Gateway:
     quotas: Quotas
     samplers: dict[str, Sampler] = field(default_factory=dict)
     ready: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        settings: Settings,
+        *,
+        upstream: Upstream,
+        store: Store,
+        scoring: Scoring,
+        telemetry: Telemetry,
+        metrics: Metrics,
+        previous: Gateway | None = None,
+    ) -> Gateway:
+        """The gateway of `settings` over running parts. With `previous` (the one a
+        reload replaces), a key whose limits stay keeps its quota, and a policy whose
+        sample rate stays keeps its sampler, so neither starts counting again."""
+        keys = settings.all_keys()
+        kept = previous.samplers if previous is not None else {}
+        samplers: dict[str, Sampler] = {}
+        for name, policy in settings.policies.items():
+            sampler = kept.get(name)
+            if sampler is None or sampler.rate != policy.sample_rate:
+                sampler = Sampler(policy.sample_rate)
+            samplers[name] = sampler
+        return cls(
+            settings=settings,
+            router=Router(settings),
+            auth=Authenticator(keys),
+            upstream=upstream,
+            store=store,
+            scoring=scoring,
+            telemetry=telemetry,
+            metrics=metrics,
+            quotas=Quotas(
+                keys,
+                settings.limits,
+                on_limited=lambda key, limit: metrics.key_limited.labels(key, limit).inc(),
+                previous=previous.quotas if previous is not None else None,
+            ),
+            samplers=samplers,
+        )

@@ -48,6 +48,12 @@ class Judging:
         self.capture_content = capture_content
         self.metrics = metrics
 
+    def with_scorer(self, scorer: BiasScorer) -> Judging:
+        """The same judging (cache included) with another scorer."""
+        return Judging(
+            scorer, cache=self.cache, capture_content=self.capture_content, metrics=self.metrics
+        )
+
     async def verdicts(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Judge every text (choice); the worst score decides. Never raises."""
         started = time.perf_counter()

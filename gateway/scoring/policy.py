@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gateway.domain import PolicyVerdict
 
-__all__ = ["Sampler", "verdict_for"]
+__all__ = ["Sampler", "explained_for", "verdict_for"]
 
 
 def verdict_for(score: float, *, flag_threshold: float, block_threshold: float) -> PolicyVerdict:
@@ -14,6 +14,12 @@ def verdict_for(score: float, *, flag_threshold: float, block_threshold: float) 
     if score >= flag_threshold:
         return "flag"
     return "pass"
+
+
+def explained_for(reason_for: str, verdict: PolicyVerdict | None) -> bool:
+    """Whether a score is worth explaining: any under `judge.reason_for: all`, else one
+    the policy flagged or blocked (nobody reads why a passing answer passed)."""
+    return reason_for == "all" or verdict in ("flag", "block")
 
 
 class Sampler:

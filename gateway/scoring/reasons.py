@@ -14,6 +14,7 @@ import structlog
 
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
+from gateway.scoring.judging import Judging
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.recording import Recorder
 from gateway.scoring.request import ScoreRequest
@@ -22,7 +23,8 @@ __all__ = ["DeferredReasons"]
 
 log = structlog.get_logger("gateway.scoring")
 
-Explain = Callable[[Outcome, list[str]], Awaitable[None]]
+# Explain with the judging the score came from, even if a reload has replaced it since.
+Explain = Callable[[Outcome, list[str], Judging], Awaitable[None]]
 
 
 class DeferredReasons:
@@ -48,7 +50,9 @@ class DeferredReasons:
     def tasks(self) -> set[asyncio.Task[None]]:
         return set(self._tasks)
 
-    def defer(self, request: ScoreRequest, outcome: Outcome, texts: list[str]) -> None:
+    def defer(
+        self, request: ScoreRequest, outcome: Outcome, texts: list[str], judging: Judging
+    ) -> None:
         """Store the score now (`reason_status: pending`) and explain it in the background."""
         if len(self._tasks) >= self.room:
             outcome.reason_status = "skipped"
@@ -57,17 +61,19 @@ class DeferredReasons:
             return
         outcome.reason_status = "pending"
         self.recorder.store_outcome(request, outcome, texts)
-        task = asyncio.create_task(self._run(request, outcome, texts))
+        task = asyncio.create_task(self._run(request, outcome, texts, judging))
         self._tasks[task] = (request, outcome, texts)
         task.add_done_callback(self._done)
 
-    async def _run(self, request: ScoreRequest, outcome: Outcome, texts: list[str]) -> None:
+    async def _run(
+        self, request: ScoreRequest, outcome: Outcome, texts: list[str], judging: Judging
+    ) -> None:
         with self.telemetry.tracer.start_as_current_span(
             "evaluation bias explanation",
             context=request.chat_context(),
             attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
         ):
-            await self.explain(outcome, texts)
+            await self.explain(outcome, texts, judging)
         self.recorder.finish(request, outcome, texts)
 
     def _done(self, task: asyncio.Task[None]) -> None:

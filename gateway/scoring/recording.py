@@ -41,14 +41,12 @@ class Recorder:
         telemetry: Telemetry,
         metrics: Metrics,
         capture_content: bool,
-        judge_model: str,
         scale: float,
     ) -> None:
         self.store = store
         self.telemetry = telemetry
         self.metrics = metrics
         self.capture_content = capture_content
-        self.judge_model = judge_model
         self.scale = scale
 
     def store_outcome(
@@ -130,7 +128,8 @@ class Recorder:
         attributes: dict[str, Any] = {
             "gen_ai.evaluation.name": "bias",
             "gen_ai.evaluation.score.label": outcome.verdict or outcome.status,
-            "bias.scale": self.scale,
+            # The result's own: a reload may have changed the scale since it was judged.
+            "bias.scale": outcome.result.scale if outcome.result is not None else self.scale,
             "bias.run_id": request.run_id,
             "bias.api": request.api,
         }
@@ -170,7 +169,7 @@ class Recorder:
     def observe_cost(self, result: BiasResult, *, steps: set[str] | None) -> None:
         """Judge time, calls and tokens of `result`'s steps (all, or only `steps`)."""
         metrics = self.metrics
-        judge_model = self.judge_model
+        judge_model = result.judge_model
         for step, milliseconds in result.durations_ms.items():
             if steps is not None and step not in steps:
                 continue

@@ -1,8 +1,7 @@
-"""Scoring: in the request (enforce) or on a bounded queue (monitor).
-
-The service enforce and monitor call. The monitor queue (admission, places,
-judge slots, the drain) is `gateway.scoring.queue`; explanations written after
-the score are `gateway.scoring.reasons`; what an outcome leaves behind is
+"""Scoring: in the request (enforce) or on a bounded queue (monitor), the service both
+call. The monitor queue (admission, places, judge slots, the drain) is
+`gateway.scoring.queue`; explanations written after the score are
+`gateway.scoring.reasons`; what an outcome leaves behind is
 `gateway.scoring.recording`. The judge client's limiter (`guard.limits`) bounds
 the calls of enforce and monitor together and waits out 429s for all of them.
 
@@ -15,10 +14,8 @@ With `queue.scorer: external` the job is only stored, unleased, for
 `bias-gateway scorer` processes; work they or a dead process left comes into
 this queue through `take` (`gateway.work.claims`).
 
-Each scoring is traced as an `evaluation bias` span and reported as a
-`gen_ai.evaluation.result` event in the chat span's context. In monitor mode
-the response has ended by then, so the span is parented to the chat span's
-context and linked to it.
+Each scoring is an `evaluation bias` span with a `gen_ai.evaluation.result` event,
+in the chat span's context (in monitor mode, where the response has ended, linked to it).
 """
 
 from __future__ import annotations
@@ -40,6 +37,7 @@ from gateway.observability.traces import Telemetry
 from gateway.scoring.cache import ScoreCache
 from gateway.scoring.judging import Judging
 from gateway.scoring.outcome import Outcome
+from gateway.scoring.policy import explained_for
 from gateway.scoring.queue import MonitorQueue
 from gateway.scoring.reasons import DeferredReasons
 from gateway.scoring.recording import Recorder
@@ -77,16 +75,10 @@ class Scoring:
         concurrency = judge.max_concurrency
         queue_size = concurrency if scorer_process else queue.size
         capture_content = settings.store.capture_content
-        self.scorer = scorer
-        self.settings = settings  # its policies, for work claimed from the store
         # Monitor jobs are stored for scorer processes only.
         self.external = not scorer_process and queue.scorer == "external"
         self.lease_seconds = queue.lease_seconds
         self.worker = worker or worker_id()
-        self.enforce_deadline = judge.enforce_deadline
-        self.max_text_chars = judge.max_text_chars
-        self.reason: ReasonMode = judge.reason_mode
-        self.reason_for = judge.reason_for
         self.telemetry = telemetry
         self.metrics = metrics
         self.judging = Judging(
@@ -97,9 +89,9 @@ class Scoring:
             telemetry=telemetry,
             metrics=metrics,
             capture_content=capture_content,
-            judge_model=scorer.judge.model,
             scale=scorer.scale,
         )
+        self.reconfigure(scorer, settings)
         self.reasons = DeferredReasons(
             self._explain,
             room=queue_size,
@@ -118,6 +110,23 @@ class Scoring:
         self._overload_log = _Throttle(seconds=1.0)
         self.skipped_overloaded = 0
         self.dropped = 0
+
+    def reconfigure(self, scorer: BiasScorer, settings: Settings) -> None:
+        """Judge new work with `scorer`, as `settings.judge` says (a reloaded config).
+
+        A scoring under way finishes with the judging it started with, its explanation
+        too; the queue, its places and the cache stay (they need a restart to change).
+        """
+        judge = settings.judge
+        self.scorer = scorer
+        self.settings = settings  # its policies, for work claimed from the store
+        self.enforce_deadline = judge.enforce_deadline
+        self.max_text_chars = judge.max_text_chars
+        self.reason: ReasonMode = judge.reason_mode
+        self.reason_for = judge.reason_for
+        if scorer is not self.judging.scorer:
+            self.judging = self.judging.with_scorer(scorer)
+        self.recorder.scale = scorer.scale
 
     @property
     def queue_depth(self) -> int:
@@ -180,7 +189,9 @@ class Scoring:
         only `in_request`: a background job has no response waiting, so it explains at
         once, which spares the record a write and the loop a task."""
         request, texts = self._judged(request, texts)
-        explain_now = self.reason == "inline" or (self.reason == "deferred" and not in_request)
+        # As they are now, should a reload come.
+        judging, reason, reason_for = self.judging, self.reason, self.reason_for
+        explain_now = reason == "inline" or (reason == "deferred" and not in_request)
         monitor = request.mode == "monitor" and request.chat_span is not None
         with self.telemetry.tracer.start_as_current_span(
             "evaluation bias",
@@ -188,31 +199,27 @@ class Scoring:
             links=[Link(request.chat_span)] if monitor and request.chat_span else None,
             attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
         ) as span:
-            outcome = await self.judging.verdicts(request, texts)
+            outcome = await judging.verdicts(request, texts)
             self.recorder.observe_score(request, outcome)
             if outcome.status == "scored" and outcome.reason_status is None:
-                if self.reason != "off" and not self._worth_explaining(outcome):
+                if reason != "off" and not explained_for(reason_for, outcome.verdict):
                     outcome.reason_status = "not_needed"
                 elif explain_now:
-                    await self._explain(outcome, texts)
-                elif self.reason == "off":
+                    await self._explain(outcome, texts, judging)
+                elif reason == "off":
                     outcome.reason_status = "off"
             span.set_attributes(self.recorder.attributes(request, outcome))
             if outcome.status == "error":
                 span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.status_reason))
         if outcome.status == "scored" and outcome.reason_status is None:
-            self.reasons.defer(request, outcome, texts)  # the score goes out now, the reason later
+            # The score goes out now, the reason later.
+            self.reasons.defer(request, outcome, texts, judging)
         else:
             self.recorder.finish(request, outcome, texts)
         return outcome
 
-    def _worth_explaining(self, outcome: Outcome) -> bool:
-        """Whether someone will read this score's explanation: any score under
-        `reason_for: all`, else one the policy flagged or blocked."""
-        return self.reason_for == "all" or outcome.verdict in ("flag", "block")
-
-    async def _explain(self, outcome: Outcome, texts: list[str]) -> None:
-        new = await self.judging.explain(outcome, texts[outcome.text_index])
+    async def _explain(self, outcome: Outcome, texts: list[str], judging: Judging) -> None:
+        new = await judging.explain(outcome, texts[outcome.text_index])
         if new is not None:
             self.recorder.observe_cost(new, steps={"generate_reason"})
 

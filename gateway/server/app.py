@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import gc
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import cast
 
 import structlog
 from starlette.applications import Starlette
@@ -27,16 +30,15 @@ from gateway.proxy.passthrough import list_models, passthrough
 from gateway.proxy.paths import PathGuard
 from gateway.proxy.pipeline import ScoredEndpoint
 from gateway.proxy.surfaces import SURFACES
-from gateway.runtime.keys import Authenticator
 from gateway.runtime.lifecycle import build_judge, scoring_runtime
-from gateway.runtime.quotas import Quotas
+from gateway.runtime.reconfigure import reconfigured
 from gateway.runtime.resources import Gateway
-from gateway.scoring.policy import Sampler
 from gateway.server.health import healthz, metrics_endpoint, readyz
+from gateway.server.reload import HangupLatch, Reloader, ReloadResult, ServedFrom, admin_reload
+from gateway.server.startup import log_reloaded
 from gateway.store import StoreError
 from gateway.store.retention import Retention
 from gateway.upstream.client import Upstream
-from gateway.upstream.routing import Router
 from guard import Judge
 
 __all__ = ["ServeOptions", "app_from_environment", "build_judge", "create_app", "serve_app"]
@@ -56,11 +58,15 @@ def create_app(
     telemetry: Telemetry | None = None,
     freeze_gc: bool = False,
     sweep_pending: bool = True,
+    served: ServedFrom | None = None,
+    hangup: HangupLatch | None = None,
 ) -> Starlette:
     """Build the gateway app. Tests inject a `judge`, an `upstream` or `telemetry` here.
 
     `sweep_pending` marks the store's rows a previous run left pending as dropped at
     startup; `bias-gateway serve` passes False, having swept once before its workers start.
+    `served`: where `settings` came from, read again by `POST /admin/reload`; with
+    `hangup` (the latch `serve_app` installs in the main thread) SIGHUP reloads too.
     """
     metrics = Metrics.for_settings(settings)
 
@@ -82,36 +88,41 @@ def create_app(
             if settings.store.retention_days > 0:
                 retention = Retention(store, settings.store.retention_days, metrics=metrics)
                 retention.start()
-            state = Gateway(
-                settings=settings,
-                router=Router(settings),
-                auth=Authenticator(settings.all_keys()),
+            state = Gateway.build(
+                settings,
                 upstream=runtime.upstream,
                 store=store,
                 scoring=runtime.scoring,
                 telemetry=runtime.telemetry,
                 metrics=metrics,
-                quotas=Quotas(
-                    settings.all_keys(),
-                    settings.limits,
-                    on_limited=lambda key, limit: metrics.key_limited.labels(key, limit).inc(),
-                ),
-                samplers={
-                    name: Sampler(policy.sample_rate) for name, policy in settings.policies.items()
-                },
             )
             if state.auth.open:
                 log.warning(
                     "no gateway API keys configured: the gateway is open to anyone who can reach it"
                 )
             app.state.gateway = state
+
+            def apply(new: Settings) -> None:
+                app.state.gateway = reconfigured(app.state.gateway, new, runtime.judges)
+
+            reloader = Reloader(
+                served,
+                running=lambda: cast(Gateway, app.state.gateway).settings,
+                apply=apply,
+                announce=functools.partial(_announce_reload, served),
+                metrics=metrics,
+            )
+            app.state.reloader = reloader
             if freeze_gc:
                 _freeze_startup_objects()
             state.ready = True
+            if hangup is not None:
+                reloader.listen(asyncio.get_running_loop(), hangup)
             try:
                 yield
             finally:
-                state.ready = False
+                reloader.active = False
+                app.state.gateway.ready = False
                 if retention is not None:
                     await retention.stop()
 
@@ -134,6 +145,7 @@ def create_app(
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
+            Route("/admin/reload", admin_reload, methods=["POST"]),
         ],
         middleware=[Middleware(AccessLog, metrics=metrics), Middleware(PathGuard)],
         exception_handlers={
@@ -145,6 +157,11 @@ def create_app(
         },
         lifespan=lifespan,
     )
+
+
+def _announce_reload(served: ServedFrom | None, settings: Settings, result: ReloadResult) -> None:
+    if served is not None:
+        log_reloaded(settings, served, changed=result.changed, needs_restart=result.needs_restart)
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
@@ -196,6 +213,10 @@ class ServeOptions:
     log_level: str = "INFO"
     # True when the caller already marked a previous run's pending rows dropped.
     swept: bool = False
+    # Where the settings came from, for reloads (SIGHUP, POST /admin/reload).
+    served: ServedFrom | None = None
+    # One process, no workers: the latch the CLI installed before it opened the store.
+    hangup: HangupLatch | None = None
 
 
 def serve_app(options: ServeOptions) -> Starlette:
@@ -207,7 +228,15 @@ def serve_app(options: ServeOptions) -> Starlette:
     from gateway.observability.logs import configure_logging
 
     configure_logging(level=options.log_level)
-    return create_app(options.settings, freeze_gc=True, sweep_pending=not options.swept)
+    # Here in the main thread, before the app starts: a SIGHUP while it starts is kept.
+    hangup = options.hangup or HangupLatch.install()
+    return create_app(
+        options.settings,
+        freeze_gc=True,
+        sweep_pending=not options.swept,
+        served=options.served,
+        hangup=hangup,
+    )
 
 
 def app_from_environment() -> Starlette:
@@ -222,7 +251,9 @@ def app_from_environment() -> Starlette:
     """
     path = os.environ.get(CONFIG_ENV)
     settings = load_settings(path) if path else settings_from_env()
-    return serve_app(ServeOptions(settings, log_level=os.environ.get(LOG_LEVEL_ENV, "INFO")))
+    served = ServedFrom(path, settings.server.host, settings.server.port)
+    level = os.environ.get(LOG_LEVEL_ENV, "INFO")
+    return serve_app(ServeOptions(settings, log_level=level, served=served))
 
 
 def _freeze_startup_objects() -> None:

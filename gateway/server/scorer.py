@@ -8,12 +8,16 @@ port serves `/healthz`, `/readyz` (the store answers) and `/metrics`.
 Gateways set `queue.scorer: external` to leave their monitor work to scorers;
 any number of scorers share it, each holding a lease on what it works on. On
 SIGTERM a scorer stops claiming, finishes what it holds for up to
-`queue.drain_deadline` seconds and gives the rest back.
+`queue.drain_deadline` seconds and gives the rest back. On SIGHUP it reads its
+config again and judges new work with the judge settings there
+(`gateway.server.reload`); what it holds finishes on the judge it started with.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -26,9 +30,10 @@ from starlette.routing import Route
 from gateway.config import Settings
 from gateway.observability.metrics import CONTENT_TYPE_LATEST, Metrics
 from gateway.observability.traces import Telemetry
-from gateway.runtime.lifecycle import scoring_runtime
+from gateway.runtime.lifecycle import build_scorer, scoring_runtime
 from gateway.scoring.service import Scoring
 from gateway.server.health import healthz, readiness
+from gateway.server.reload import HangupLatch, Reloader, ReloadResult, ServedFrom
 from gateway.store import Store
 from gateway.upstream.client import Upstream
 from gateway.work.claims import Claimer
@@ -58,8 +63,11 @@ def create_scorer_app(
     judge: Judge | None = None,
     upstream: Upstream | None = None,
     telemetry: Telemetry | None = None,
+    served: ServedFrom | None = None,
+    hangup: HangupLatch | None = None,
 ) -> Starlette:
-    """The scorer process's app: scoring in its lifespan, health and metrics as routes."""
+    """The scorer process's app: scoring in its lifespan, health and metrics as routes.
+    With `served` and `hangup` (as `bias-gateway scorer` passes), SIGHUP reloads."""
     metrics = Metrics.for_settings(settings)
 
     @contextlib.asynccontextmanager
@@ -89,9 +97,24 @@ def create_scorer_app(
                 concurrency=settings.judge.max_concurrency,
                 lease_seconds=settings.queue.lease_seconds,
             )
+
+            def apply(new: Settings) -> None:
+                scoring.reconfigure(build_scorer(new, runtime.judges.for_settings(new)), new)
+                state.settings = new
+
+            reloader = Reloader(
+                served,
+                running=lambda: state.settings,
+                apply=apply,
+                announce=_announce_reload,
+                metrics=metrics,
+            )
+            if hangup is not None:
+                reloader.listen(asyncio.get_running_loop(), hangup)
             try:
                 yield
             finally:
+                reloader.active = False
                 state.ready = False
 
     return Starlette(
@@ -101,6 +124,18 @@ def create_scorer_app(
             Route("/metrics", _metrics, methods=["GET"]),
         ],
         lifespan=lifespan,
+    )
+
+
+def _announce_reload(settings: Settings, result: ReloadResult) -> None:
+    judge = settings.judge
+    log.info(
+        "bias scorer config reloaded",
+        pid=os.getpid(),
+        changed=result.changed,
+        needs_restart=result.needs_restart,
+        judge_model=judge.model,
+        judge_endpoint=settings.judge_base_url(),
     )
 
 

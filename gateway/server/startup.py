@@ -1,4 +1,5 @@
-"""The one log line that says what a starting gateway will do. Pure, apart from the log."""
+"""The one log line that says what a starting gateway will do, and the same line again
+after a reload, with what changed. Pure, apart from the log."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import structlog
 
 from gateway.config import Settings
 from gateway.observability.traces import exporter_name
+from gateway.server.reload import ServedFrom
 from gateway.store import redacted_url
 
-__all__ = ["log_startup", "startup_fields"]
+__all__ = ["log_reloaded", "log_startup", "startup_fields"]
 
 log = structlog.get_logger("gateway.startup")
 
@@ -77,4 +79,23 @@ def log_startup(
         listen=f"http://{host}:{port}",
         workers=workers,
         **startup_fields(settings, config=config, source=source),
+    )
+
+
+def log_reloaded(
+    settings: Settings,
+    served: ServedFrom,
+    *,
+    changed: Mapping[str, str],
+    needs_restart: list[str],
+) -> None:
+    """The startup line again, for the settings a reload put in force (per worker)."""
+    log.info(
+        "bias-gateway config reloaded",
+        listen=f"http://{served.host}:{served.port}",
+        workers=served.workers,
+        pid=os.getpid(),
+        changed=dict(changed),
+        needs_restart=needs_restart,
+        **startup_fields(settings, config=served.config),
     )

@@ -83,9 +83,8 @@ def _page(name: str, request: Request, viewer: Viewer | None, status: int = 200,
     )
 
 
-def _viewer(request: Request) -> Viewer | None:
+def _viewer(gateway: Gateway, request: Request) -> Viewer | None:
     """Who is looking, from the sign-in cookie; None when a sign-in is needed."""
-    gateway = _gateway(request)
     try:
         return Viewer(gateway.auth.identify(request.cookies.get(COOKIE)))
     except AuthenticationFailed:
@@ -98,10 +97,10 @@ def _to_login(request: Request) -> Response:
 
 
 async def overview(request: Request) -> Response:
-    viewer = _viewer(request)
+    gateway = _gateway(request)  # once: a reload may publish another meanwhile
+    viewer = _viewer(gateway, request)
     if viewer is None:
         return _to_login(request)
-    gateway = _gateway(request)
     window = request.query_params.get("window", "24h")
     if window not in WINDOWS:
         window = "24h"
@@ -154,7 +153,8 @@ async def overview(request: Request) -> Response:
 
 
 async def records(request: Request) -> Response:
-    viewer = _viewer(request)
+    gateway = _gateway(request)
+    viewer = _viewer(gateway, request)
     if viewer is None:
         return _to_login(request)
     params = {name: value for name, value in request.query_params.items() if value != ""}
@@ -165,7 +165,7 @@ async def records(request: Request) -> Response:
     except GatewayError as exc:
         return _page("records.html", request, viewer, status=400, error=exc.message,
                      params=params, rows=[], next_url=None)  # fmt: skip
-    found = await _gateway(request).store.search(query)
+    found = await gateway.store.search(query)
     page, more = found[: query.limit], len(found) > query.limit
     next_url = None
     if more and page:
@@ -177,11 +177,12 @@ async def records(request: Request) -> Response:
 
 
 async def record(request: Request) -> Response:
-    viewer = _viewer(request)
+    gateway = _gateway(request)
+    viewer = _viewer(gateway, request)
     if viewer is None:
         return _to_login(request)
     run_id = request.path_params["run_id"]
-    found = await _gateway(request).store.get(run_id)
+    found = await gateway.store.get(run_id)
     if found is None or not viewer.may_see(found):
         error = NotFound(f"No bias score with run id `{run_id}`.")
         return _page("record.html", request, viewer, status=404, error=error.message, row=None)

@@ -60,6 +60,22 @@ def test_a_key_s_own_limits_win_over_the_defaults() -> None:
     assert quotas.admit(None) is None  # open mode has no key, hence no limit
 
 
+def test_a_reload_keeps_the_quota_of_a_key_whose_limits_stay() -> None:
+    kept = KeySettings(key=SecretStr("sk-kept-1"), name="kept", concurrent_requests=1)
+    changed = KeySettings(key=SecretStr("sk-chg-1"), name="changed", concurrent_requests=1)
+    before = Quotas([kept, changed], LimitSettings(), clock=lambda: 0.0)
+    assert before.admit(kept) is not None
+    assert before.admit(changed) is not None
+    wider = changed.model_copy(update={"concurrent_requests": 2})
+    after = Quotas([kept, wider], LimitSettings(), clock=lambda: 0.0, previous=before)
+    with pytest.raises(RateLimited):
+        after.admit(kept)  # its request in flight still counts
+    assert after.admit(wider) is not None  # new limits: a new count
+    assert after.admit(wider) is not None
+    with pytest.raises(RateLimited):
+        after.admit(wider)
+
+
 def test_a_key_past_its_minute_budget_gets_429_before_any_upstream_call(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
