@@ -23,30 +23,29 @@ import contextlib
 import datetime
 import json
 import os
-import re
-import resource
 import signal
 import sys
 import tempfile
 import time
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import aiohttp
-
 from bench.machine import cpu_model, source_note
 from bench.procs import Processes, ServerProcess, free_port, machine_busy_seconds
+from bench.soak_figures import summarize
+from bench.soak_plan import SoakPlan, parse_duration, phases, schedule
 from bench.soak_records import log_summary, settle
-from bench.soak_report import ANSWERED, summarize, write_results
-from bench.soak_samples import LoopLag, Process, Sample, percentile, read_metrics, store_bytes
+from bench.soak_report import write_results
+from bench.soak_samples import Sampler
 from bench.soak_traffic import KEYS, Traffic
 
 __all__ = ["SoakPlan", "main", "parse_duration", "phases", "run_soak", "schedule"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
+QUIET_CORES = 0.5  # the rest of the machine's CPU a run waits for before it starts
 
 _GATEWAY_YAML = """\
 upstream:
@@ -83,74 +82,16 @@ server:
 """
 
 
-@dataclass(frozen=True)
-class SoakPlan:
-    duration: float = 1800.0
-    rate: float = 100.0
-    sample_every: float = 5.0
-    burst: float = 50.0
-    gap: float = 10.0
-    warmup: float | None = None  # None: a sixth of the run, at most 5 minutes
-    window: float | None = None  # p99 compared over the first and last: 5 min, or a quarter
-    settle_timeout: float = 60.0
-    ttft: float = 0.1
-    chunks: int = 10
-    chunk_interval: float = 0.01
-    judge_latency: float = 0.3
-    jitter: float = 0.3
-    judge_429_every: int = 200
-    seed: int = 24
-
-    @property
-    def warmup_s(self) -> float:
-        return self.warmup if self.warmup is not None else min(300.0, self.duration / 6)
-
-    @property
-    def window_s(self) -> float:
-        return self.window if self.window is not None else min(300.0, self.duration / 4)
-
-
-def parse_duration(text: str) -> float:
-    """`30m`, `90s`, `1h`, `1h30m` or plain seconds, as seconds."""
-    text = text.strip()
-    with contextlib.suppress(ValueError):
-        return float(text)
-    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (say 30m, 90s or 1h)")
-    return sum(float(number) * {"h": 3600, "m": 60, "s": 1}[unit] for number, unit in parts)
-
-
-def phases(plan: SoakPlan) -> list[tuple[float, float, str]]:
-    """(start, end, burst|gap) in run seconds; the run always ends with a whole gap."""
-    laid: list[tuple[float, float, str]] = []
-    start = 0.0
-    while start < plan.duration - 1e-9:
-        burst_end = min(start + plan.burst, plan.duration - plan.gap)
-        if burst_end <= start:
-            break
-        laid.append((start, burst_end, "burst"))
-        laid.append((burst_end, burst_end + plan.gap, "gap"))
-        start = burst_end + plan.gap
-    return laid
-
-
-def schedule(plan: SoakPlan) -> list[tuple[float, bool]]:
-    """When to sample (run seconds), and whether it is a gap's end."""
-    laid = phases(plan)
-    end = laid[-1][1] if laid else 0.0
-    times = {
-        round(step * plan.sample_every, 3): False
-        for step in range(int(end / plan.sample_every) + 1)
-    }
-    for start, stop, phase in laid:
-        if phase == "gap":
-            times[round(stop - min(0.5, (stop - start) / 4), 3)] = True
-    return sorted(times.items())
-
-
-def _phase_at(laid: list[tuple[float, float, str]], t: float) -> str:
-    return next((phase for start, stop, phase in laid if start <= t < stop), "gap")
+def wait_quiet(limit: float, *, cores: float = QUIET_CORES, window: float = 10.0) -> float:
+    """Wait (at most `limit` s) for a `window` in which the machine, ours idle, is busy
+    below `cores`; the seconds waited, or -1 when no such moment came."""
+    began = time.monotonic()
+    while time.monotonic() - began < limit:
+        before = machine_busy_seconds()
+        time.sleep(window)
+        if (machine_busy_seconds() - before) / window < cores:
+            return round(time.monotonic() - began, 1)
+    return -1.0
 
 
 def _log(message: str) -> None:
@@ -182,79 +123,14 @@ def _start(procs: Processes, plan: SoakPlan, work: Path) -> tuple[ServerProcess,
     return gateway, fakes[0], fakes[1]
 
 
-class _Sampler:
-    def __init__(self, traffic: Traffic, servers: tuple[ServerProcess, ...], store: Path) -> None:
-        self.traffic = traffic
-        self.gateway = servers[0]
-        self.servers = servers
-        self.store = store
-        self.process = Process(servers[0].popen.pid)
-        self.samples: list[Sample] = []
-        self._seen = 0  # outcomes already counted in a sample
-        self._cpu_mark = (time.monotonic(), machine_busy_seconds(), self._ours())
-        self.machine_cpu: list[tuple[float, float, float]] = []  # t, busy %, others' %
-        self.lag = LoopLag()
-        self._served: tuple[float, float] | None = None  # the gateway's duration sum, count
-
-    def _ours(self) -> float:
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        return own.ru_utime + own.ru_stime + sum(s.cpu_seconds() for s in self.servers)
-
-    async def run(self, plan: SoakPlan) -> None:
-        laid = phases(plan)
-        connector = aiohttp.TCPConnector(force_close=True)  # no idle connection held between
-        lag = asyncio.create_task(self.lag.run())
-        async with aiohttp.ClientSession(connector=connector) as session:
-            for at, gap_end in schedule(plan):
-                delay = at - self.traffic.now()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                self.samples.append(await self._take(session, _phase_at(laid, at), gap_end))
-        lag.cancel()
-
-    async def _take(self, session: aiohttp.ClientSession, phase: str, gap_end: bool) -> Sample:
-        t = round(self.traffic.now(), 2)
-        now = time.monotonic()
-        rss, fds, cpu = self.process.rss_mb(), self.process.fds(), self.process.cpu_percent(now)
-        try:
-            metrics = await read_metrics(session, self.gateway.url, KEYS["admin"])
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            _log(f"a scrape of /metrics failed at {t:g} s: {exc!r}")
-            metrics = {}
-        scrape_ms = round((time.monotonic() - now) * 1000, 1)
-        served = (metrics.get("served_seconds") or 0.0, metrics.get("served") or 0.0)
-        served_mean = None
-        if self._served is not None and served[1] > self._served[1]:
-            served_mean = (served[0] - self._served[0]) / (served[1] - self._served[1]) * 1000
-        self._served = served
-        store, side = store_bytes(self.store)
-        fresh = self.traffic.outcomes[self._seen :]
-        self._seen += len(fresh)
-        latencies = [o.latency_ms for o in fresh if o.family == "model" and o.result in ANSWERED]
-        busy, ours = machine_busy_seconds(), self._ours()
-        wall = max(now - self._cpu_mark[0], 1e-9)
-        machine = 100 * (busy - self._cpu_mark[1]) / wall
-        others = machine - 100 * (ours - self._cpu_mark[2]) / wall
-        self._cpu_mark = (now, busy, ours)
-        self.machine_cpu.append((t, round(machine, 1), round(max(0.0, others), 1)))
-        return Sample(
-            t=t, phase=phase, gap_end=gap_end, rss_mb=rss, fds=fds, cpu_percent=cpu,
-            tasks=metrics.get("tasks"), queue_depth=metrics.get("queue_depth"),
-            scorings=metrics.get("scorings"), judge_in_flight=metrics.get("judge_in_flight"),
-            work_pending=metrics.get("work_pending"), judge_429s=metrics.get("judge_429s"),
-            skipped=metrics.get("skipped"), dropped=metrics.get("dropped"),
-            store_mb=round(store / 1e6, 2), wal_mb=round(side / 1e6, 2),
-            load1=round(os.getloadavg()[0], 2), client_in_flight=self.traffic.in_flight,
-            requests=len(latencies), p50_ms=percentile(latencies, 0.5),
-            p99_ms=percentile(latencies, 0.99),
-            served_mean_ms=served_mean and round(served_mean, 1), scrape_ms=scrape_ms,
-            lag_ms=self.lag.take(),
-        )  # fmt: skip
-
-
 async def _drive(plan: SoakPlan, servers: tuple[ServerProcess, ...], store: Path) -> dict[str, Any]:
-    async with Traffic(servers[0].url, rate=plan.rate, seed=plan.seed) as traffic:
-        sampler = _Sampler(traffic, servers, store)
+    traffic = Traffic(
+        servers[0].url, rate=plan.rate, seed=plan.seed, max_in_flight=plan.max_in_flight
+    )
+    async with traffic:
+        sampler = Sampler(traffic, servers, store)
+        before = await sampler.take("before", gap_end=False)  # the gateway at rest
+        traffic.started = time.monotonic()
         sampling = asyncio.create_task(sampler.run(plan))
         for start, stop, phase in phases(plan):
             if phase == "burst":
@@ -264,7 +140,24 @@ async def _drive(plan: SoakPlan, servers: tuple[ServerProcess, ...], store: Path
                 await asyncio.sleep(max(0.0, stop - traffic.now()))
         await sampling
         await traffic.drain()
-    return {"traffic": traffic, "samples": sampler.samples, "machine_cpu": sampler.machine_cpu}
+    drained_s = round(traffic.now() - phases(plan)[-1][1], 2)
+    last_answer = time.monotonic()
+    _log("load over; waiting for the records to settle")
+    settled_s, counts = await asyncio.to_thread(settle, store, plan.settle_timeout)
+    # Where the gateway rests once every record is final and it has been idle as long as a
+    # gap (idle keep-alive connections are closed by then, as they are in every gap).
+    await asyncio.sleep(max(0.0, last_answer + plan.gap - time.monotonic()))
+    after = await sampler.take("after", gap_end=True)
+    return {
+        "traffic": traffic,
+        "samples": [before, *sampler.samples, after],
+        "machine_cpu": sampler.machine_cpu,
+        "samples_skipped": sampler.skipped,
+        "drained_s": drained_s,
+        "settled_s": settled_s,
+        "counts": counts,
+        "cpu": sampler.cpu_shares(),
+    }
 
 
 def run_soak(plan: SoakPlan, work: Path) -> dict[str, Any]:
@@ -276,8 +169,7 @@ def run_soak(plan: SoakPlan, work: Path) -> dict[str, Any]:
         started = time.monotonic()
         driven = asyncio.run(_drive(plan, servers, store))
         load_s = round(time.monotonic() - started, 1)
-        _log("load over; waiting for the records to settle")
-        settled_s, counts = settle(store, plan.settle_timeout)
+        counts = driven["counts"]
         with (
             contextlib.suppress(OSError, ValueError),
             urllib.request.urlopen(f"{servers[2].url}/bench/stats", timeout=10) as answer,
@@ -294,9 +186,11 @@ def run_soak(plan: SoakPlan, work: Path) -> dict[str, Any]:
         "load_s": load_s,
         "samples": samples,
         "machine_cpu": driven["machine_cpu"],
+        "samples_skipped": driven["samples_skipped"],
+        "drained_s": driven["drained_s"],
         **summarize(traffic.outcomes, phases(plan), plan.window_s),
         "store": {
-            "settled_s": settled_s,
+            "settled_s": driven["settled_s"],
             "statuses": counts["statuses"],
             "reasons_pending": counts["reasons_pending"],
             "announced": len(traffic.announced),
@@ -304,6 +198,7 @@ def run_soak(plan: SoakPlan, work: Path) -> dict[str, Any]:
         },
         "judge": judged,
         "peak_rss_mb": peak_rss,
+        "cpu": driven["cpu"],
         "gateway_log": logs,
     }
 
@@ -322,6 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap", type=float, default=10.0, help="idle seconds a cycle (10)")
     parser.add_argument("--warmup", type=parse_duration, help="(a sixth of the run, <= 5m)")
     parser.add_argument("--judge-latency", type=float, default=0.3, help="seconds a call (0.3)")
+    parser.add_argument(
+        "--wait-quiet",
+        type=parse_duration,
+        default=600.0,
+        help=f"wait up to this long for the rest of the machine to use < {QUIET_CORES:g}"
+        " cores before starting (10m; 0: start at once)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     args = parser.parse_args(argv)
     if args.gap <= 0 or args.burst <= 0 or args.duration < args.burst + args.gap:
@@ -339,12 +241,15 @@ def main(argv: list[str] | None = None) -> int:
         "commit": source_note(),  # before the run: the code the gateway starts with
     }
     try:
+        waited = wait_quiet(args.wait_quiet) if args.wait_quiet > 0 else 0.0
+        if waited < 0:
+            _log(f"the machine stayed busy for {args.wait_quiet:g} s; starting anyway")
         with tempfile.TemporaryDirectory(prefix="bench-soak-") as work:
             results = run_soak(plan, Path(work))
     except KeyboardInterrupt:
         print("bench soak: interrupted; every process it started was stopped", file=sys.stderr)
         return 130
-    results["meta"] = meta
+    results["meta"] = {**meta, "waited_quiet_s": waited}
     paths, text = write_results(results, args.out)
     print(text)
     print("wrote " + ", ".join(str(path) for path in paths))

@@ -88,7 +88,8 @@ class Outcome:
     ended: float = 0.0
     latency_ms: float = 0.0
     status: int | None = None
-    result: str = "unexpected"  # ok, blocked, upstream 500, upstream cut, client left
+    # ok, blocked, upstream 500, upstream cut, client left, or not sent (too many in flight)
+    result: str = "unexpected"
     detail: str = ""
 
 
@@ -106,10 +107,11 @@ def _body(surface: str, prompt: str, stream: bool) -> dict[str, Any]:
 class Traffic:
     """Sends the mix to `url` at `rate` requests a second while `burst()` runs."""
 
-    def __init__(self, url: str, *, rate: float, seed: int = 24, started: float = 0.0) -> None:
+    def __init__(self, url: str, *, rate: float, seed: int = 24, max_in_flight: int = 2000) -> None:
         self.url = url
         self.rate = rate
-        self.started = started or time.monotonic()
+        self.max_in_flight = max_in_flight
+        self.started = time.monotonic()
         self.outcomes: list[Outcome] = []
         self._random = random.Random(seed)
         self._weights = [kind.weight for kind in KINDS]
@@ -147,10 +149,15 @@ class Traffic:
             delay = due - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-            task = asyncio.create_task(self._one(self._draw()))
+            sent += 1
+            outcome = self._draw()
+            if len(self._in_flight) >= self.max_in_flight:
+                outcome.result, outcome.ended = "not sent", outcome.started
+                self.outcomes.append(outcome)
+                continue
+            task = asyncio.create_task(self._one(outcome))
             self._in_flight.add(task)
             task.add_done_callback(self._in_flight.discard)
-            sent += 1
 
     async def drain(self) -> None:
         while self._in_flight:

@@ -4,6 +4,7 @@ and a run of a few seconds end to end (its figures are measured in bench/, not h
 from __future__ import annotations
 
 import argparse
+import asyncio
 import copy
 import json
 from pathlib import Path
@@ -12,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from bench import soak, soak_report
+from bench import soak, soak_figures, soak_report
 from bench.soak_fake import BIASED_MARK, CUT_MARK, FAIL_MARK, INJECTED, SoakFake
 from bench.soak_records import log_summary
-from bench.soak_traffic import KINDS, Outcome, _judge
+from bench.soak_traffic import KINDS, Outcome, Traffic, _judge
 from tests.support.servers import ServerThread
 
 
@@ -111,11 +112,13 @@ def test_each_answer_is_checked_against_its_request(
 
 def _results(**changes: Any) -> dict[str, Any]:
     """A run's results as `run_soak` returns them: 3 cycles, flat, settled."""
-    samples = []
+    samples = [{"t": 0.0, "gap_end": False, "phase": "before", "rss_mb": 90.0, "fds": 40,
+                "tasks": 7}]  # fmt: skip
     for cycle in range(3):
         for t, gap_end in ((10.0, False), (19.5, True)):
             samples.append(
                 {"t": cycle * 20 + t, "gap_end": gap_end, "rss_mb": 100.0 + cycle,
+                 "phase": "gap" if gap_end else "burst",
                  "fds": 40 if gap_end else 300, "tasks": 7 if gap_end else 200}
             )  # fmt: skip
     results: dict[str, Any] = {
@@ -134,7 +137,7 @@ def _results(**changes: Any) -> dict[str, Any]:
 
 
 def verdicts(results: dict[str, Any]) -> list[str]:
-    return [target["status"] for target in soak_report.targets(results)]
+    return [target["status"] for target in soak_figures.targets(results)]
 
 
 def test_a_flat_run_meets_every_target() -> None:
@@ -147,8 +150,8 @@ def test_growth_a_leaked_descriptor_or_task_and_a_slower_end_are_missed() -> Non
     grown["samples"][-1]["rss_mb"] = 110.5  # over 10 % above the first gap after warm-up
     assert verdicts(grown) == ["missed", "met", "met", "met"]
     leaked = copy.deepcopy(results)
-    leaked["samples"][3]["fds"] = 41
-    leaked["samples"][5]["tasks"] = 8
+    leaked["samples"][4]["fds"] = 41
+    leaked["samples"][6]["tasks"] = 8
     assert verdicts(leaked) == ["met", "missed", "missed", "met"]
     slower = copy.deepcopy(results)
     slower["windows"]["last_p99_ms"] = 1201.0
@@ -164,7 +167,7 @@ def test_the_p99_windows_and_cycles_come_from_the_outcomes() -> None:
             (23.0, 200.0, "ok"),
         ]
     ]  # fmt: skip
-    summary = soak_report.summarize(outcomes, laid, window=5.0)
+    summary = soak_figures.summarize(outcomes, laid, window=5.0)
     assert summary["windows"]["first_p99_ms"] == 100.0  # the stream the client left is not timed
     assert summary["windows"]["last_p99_ms"] == 200.0
     assert [cycle["sent"] for cycle in summary["cycles"]] == [2, 2]
@@ -184,8 +187,9 @@ def test_a_short_soak_samples_the_gateway_and_writes_its_report(tmp_path: Path) 
     paths, text = soak_report.write_results(results, tmp_path / "out")
 
     samples = results["samples"]
-    assert len(samples) == len(soak.schedule(plan))
-    assert sum(s["gap_end"] for s in samples) == 2
+    assert len(samples) + results["samples_skipped"] == len(soak.schedule(plan)) + 2
+    assert samples[0]["phase"] == "before"
+    assert [s["phase"] for s in samples if s["gap_end"]][-1] == "after"
     assert all(20 < s["rss_mb"] < 1000 for s in samples)
     assert all(s["fds"] > 5 for s in samples)
     assert all(s["tasks"] is not None and s["tasks"] >= 1 for s in samples)
@@ -204,6 +208,16 @@ def test_a_short_soak_samples_the_gateway_and_writes_its_report(tmp_path: Path) 
     for target in results["targets"]:
         assert f"| {target['name']} | {target['wanted']} |" in text
     assert text.count("\n| ") > len(samples)  # the table of every sample is there
+
+
+def test_past_its_bound_of_requests_in_flight_the_client_sends_nothing(fake: Any) -> None:
+    async def drive() -> Traffic:
+        async with Traffic(fake.url, rate=50, max_in_flight=0) as traffic:
+            await traffic.burst(0.2)
+        return traffic
+
+    traffic = asyncio.run(drive())
+    assert [o.result for o in traffic.outcomes] == ["not sent"] * 10
 
 
 def test_the_log_summary_counts_warnings_and_errors(tmp_path: Path) -> None:
