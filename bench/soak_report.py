@@ -35,6 +35,7 @@ def _cycle_rows(results: dict[str, Any]) -> list[list[Any]]:
         mine = [s for s in results["samples"] if start <= s["t"] < stop]
         end = next((s for s in reversed(mine) if s["gap_end"]), None)
         loads = [s["load1"] for s in mine]
+        others = [o for t, _, o in results["machine_cpu"][1:] if start <= t < stop]
         counts = cycle["results"]
         rows.append(
             [
@@ -54,6 +55,7 @@ def _cycle_rows(results: dict[str, Any]) -> list[list[Any]]:
                 max((s["queue_depth"] or 0 for s in mine), default=None),
                 end and end["store_mb"],
                 round(sum(loads) / len(loads), 2) if loads else None,
+                round(sum(others) / len(others)) if others else None,
             ]
         )
     return rows
@@ -144,14 +146,15 @@ def markdown(results: dict[str, Any]) -> str:
         "## Per cycle (one burst and its gap)",
         "",
         "`end`: the sample 0.5 s before the gap ends. `queue`: monitor jobs waiting"
-        " (`bias_scoring_queue_depth`); `load`: the machine's 1-minute load average, mean of"
+        " (`bias_scoring_queue_depth`); `load`: the machine's 1-minute load average, and"
+        " `others %`: the CPU of processes not the soak's, in % of one core, means of"
         " the cycle's samples.",
         "",
     ]
     lines += _table(
         ["#", "min", "sent", *RESULTS, "p50 ms", "p99 ms", "reads p99", "RSS MB peak",
          "RSS end", "fds peak", "fds end", "tasks peak", "tasks end", "queue peak",
-         "store MB", "load"],
+         "store MB", "load", "others %"],
         _cycle_rows(results),
     )  # fmt: skip
     log = results["gateway_log"]
