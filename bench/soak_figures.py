@@ -207,7 +207,7 @@ def checks(results: dict[str, Any]) -> list[dict[str, str]]:
             f"every request sent; its loop never > {LATE_MS:g} ms late",
             f"{not_sent} not sent (over {results['plan']['max_in_flight']} in flight);"
             f" loop late by up to {max(lags, default=0):g} ms, > {LATE_MS:g} ms in {late} of"
-            f" {len(lags)} samples; {results['samples_skipped']} samples skipped",
+            f" {len(lags)} samples; scheduled samples skipped: {results['samples_skipped']}",
             not_sent == 0 and late == 0,
         ),
     ]

@@ -63,6 +63,7 @@ def _cycle_rows(results: dict[str, Any]) -> list[list[Any]]:
 
 def markdown(results: dict[str, Any]) -> str:
     plan, meta, store = results["plan"], results["meta"], results["store"]
+    windows = results["windows"]
     loads = [s["load1"] for s in results["samples"]]
     others = [others for _, _, others in results["machine_cpu"][1:]]
     mishaps = ", ".join(f"{name} {share:.0%}" for name, share in MISHAPS.items())
@@ -106,6 +107,10 @@ def markdown(results: dict[str, Any]) -> str:
         *_table(
             ["target", "wanted", "measured", ""], ([t[k] for k in t] for t in results["targets"])
         ),
+        "",
+        f"The reads (lookups, searches, stats), which the p99 target leaves out: p99"
+        f" {_fmt(windows['first_reads_p99_ms'])} ms in the first {windows['seconds']:g} s,"
+        f" {_fmt(windows['last_reads_p99_ms'])} ms in the last (per cycle below).",
         "",
         *(
             [f"![RSS, descriptors, tasks, p99, backlog and load]({results['chart']})", ""]

@@ -243,3 +243,14 @@ def test_the_log_summary_counts_warnings_and_errors(tmp_path: Path) -> None:
         },
         "tracebacks": 1,
     }
+
+
+RUN = Path(__file__).resolve().parents[2] / "bench" / "results" / "soak-2026-12-02-0114.json"
+
+
+def test_judging_the_committed_run_again_gives_its_verdicts() -> None:
+    results: dict[str, Any] = json.loads(RUN.read_text())
+    assert soak_figures.targets(results) == results["targets"]
+    assert soak_figures.checks(results) == results["checks"]
+    text = soak_report.markdown(results)
+    assert text.count("\n| ") > len(results["samples"]) + len(results["cycles"])
