@@ -9,6 +9,8 @@ over all workers (prometheus-client's multiprocess mode).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from collections.abc import Iterable
 
@@ -228,6 +230,13 @@ class Metrics:
             ["reason"],
             registry=registry,
         )
+        self.asyncio_tasks = Gauge(
+            "gateway_asyncio_tasks",
+            "asyncio tasks alive in the event loop of the process that answers the scrape,"
+            " counted at scrape time (a count that only grows is a task leak).",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
         self.pruned = Counter(
             "bias_store_pruned_total",
             "Records and cache entries pruned for being older than store.retention_days.",
@@ -244,6 +253,8 @@ class Metrics:
         )
 
     def render(self) -> bytes:
+        with contextlib.suppress(RuntimeError):  # no running loop: the last count stands
+            self.asyncio_tasks.set(len(asyncio.all_tasks()))
         if self.multiprocess:
             collected = CollectorRegistry()
             multiprocess.MultiProcessCollector(collected)  # type: ignore[no-untyped-call]

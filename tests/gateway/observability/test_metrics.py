@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from gateway.observability.metrics import Metrics, ModelLabels
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
 from tests.support.subprocess_gateway import start_gateway
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 REQUEST = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}
@@ -156,6 +158,30 @@ def test_metrics_need_a_key_when_keys_are_configured(make_gateway: MakeGateway) 
     with gateway.http() as http:
         assert http.get("/metrics").status_code == 401
     assert "gateway_requests_total" in scrape(gateway, "metrics-key-0001")
+
+
+def test_asyncio_tasks_are_counted_at_scrape_time(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    fake_openai.chunks = 10
+    fake_openai.chunk_delay = 0.5  # the streams stay open while the scrape is taken
+    gateway = make_gateway(**policy(mode="off"))
+    idle = sample(scrape(gateway), "gateway_asyncio_tasks")
+    assert idle >= 1  # at least the task answering the scrape
+    body = {**REQUEST, "stream": True}
+    lines = []  # kept: a line iterator dropped half-read closes its stream
+    with contextlib.ExitStack() as streams:
+        for _ in range(4):
+            http = streams.enter_context(gateway.http())
+            response = streams.enter_context(http.stream("POST", "/v1/chat/completions", json=body))
+            lines.append(response.iter_lines())
+            assert next(lines[-1]).startswith("data: ")
+        assert sample(scrape(gateway), "gateway_asyncio_tasks") >= idle + 4
+    # The clients left: their requests' tasks end, and the count falls back.
+    wait_for(
+        lambda: sample(scrape(gateway), "gateway_asyncio_tasks") <= idle,
+        lambda: f"tasks back to {idle}: {sample(scrape(gateway), 'gateway_asyncio_tasks')}",
+    )
 
 
 def test_model_labels_are_bounded() -> None:
