@@ -101,6 +101,10 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._read_lock = threading.Lock()
+        # Searches and stats read through a connection of their own, so that a stats
+        # call over a wide window does not hold up the lookups behind it.
+        self._scanner: sqlite3.Connection | None = None
+        self._scan_lock = threading.Lock()
         self._work: sqlite3.Connection | None = None  # claims, leases: their own connection
         self._work_lock = threading.Lock()
         self._closing: asyncio.Future[None] | None = None
@@ -177,6 +181,10 @@ class SQLiteStore:
             if self._reader is not None:
                 self._reader.close()
                 self._reader = None
+        with self._scan_lock:
+            if self._scanner is not None:
+                self._scanner.close()
+                self._scanner = None
         with self._work_lock:
             if self._work is not None:
                 self._work.close()
@@ -193,6 +201,20 @@ class SQLiteStore:
     async def _read(self, sql: str, values: tuple[object, ...] | list[object] = ()) -> list[Any]:
         self._writer.require()
         return await asyncio.to_thread(self._rows, sql, values)
+
+    def _scan_rows(self, sql: str, values: tuple[object, ...] | list[object]) -> list[Any]:
+        with self._scan_lock:
+            if self._scanner is None:
+                if self._reader is None:  # closed since the read began
+                    raise RuntimeError("the score store is closed")
+                self._scanner = connect(self._path)
+                self._scanner.execute("PRAGMA query_only = ON")
+            return list(self._scanner.execute(sql, values).fetchall())
+
+    async def _scan(self, sql: str, values: tuple[object, ...] | list[object]) -> list[Any]:
+        """A search or stats query, on the scanning connection, in a thread."""
+        self._writer.require()
+        return await asyncio.to_thread(self._scan_rows, sql, values)
 
     async def get(self, run_id: str) -> ScoreRecord | None:
         """The record for `run_id` after a flush, or None if there is none."""
@@ -233,14 +255,14 @@ class SQLiteStore:
         """Up to `query.limit + 1` records, newest first (the extra one says "more")."""
         await self.flush()
         sql, values = search_sql(query, SQLITE)
-        return [record_from_row(row) for row in await self._read(sql, values)]
+        return [record_from_row(row) for row in await self._scan(sql, values)]
 
     async def stats(self, query: StatsQuery) -> list[StatsGroup]:
         await self.flush()
         sql, values = stats_sql(query, SQLITE)
         p90, p90_values = p90_sql(query, SQLITE)
-        rows = await self._read(sql, values)
-        ranked = dict(await self._read(p90, p90_values))
+        rows = await self._scan(sql, values)
+        ranked = dict(await self._scan(p90, p90_values))
         return stats_rows(rows, ranked.get, group_by=query.group_by)
 
     async def pending_work(self) -> int:

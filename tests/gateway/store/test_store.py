@@ -22,6 +22,7 @@ from gateway.store import (
     sqlite_file,
 )
 from gateway.store import sqlite as sqlite_engine
+from gateway.store.queries import ScoreQuery
 from gateway.store.writer import Batch
 
 WRITER = "gateway-store-writer"
@@ -536,3 +537,20 @@ async def test_a_file_from_before_the_truncated_column_is_upgraded(tmp_path: Pat
         assert new.truncated is True
     finally:
         await store.close()
+
+
+async def test_a_lookup_does_not_wait_behind_a_long_search_or_stats_query(
+    make_store: MakeStore,
+) -> None:
+    store = await make_store()
+    store.submit(record("run-a", status="scored"))
+    await store.flush()
+    await store.search(ScoreQuery())  # the scanning connection exists
+    # A stats call over a wide window holds its connection; lookups use another.
+    store._scan_lock.acquire()
+    try:
+        found = await asyncio.wait_for(store.get("run-a"), 5)
+    finally:
+        store._scan_lock.release()
+    assert found is not None
+    assert [found.run_id for found in await store.search(ScoreQuery())] == ["run-a"]
