@@ -63,7 +63,7 @@ from bench import client
 from bench.machine import cpu_model, source_note
 from bench.outage_load import KEYS, Clock, Poller, Sampler, Traffic
 from bench.outage_report import figures, render
-from bench.procs import Processes, ServerProcess, free_port
+from bench.procs import Processes, ServerProcess, free_port, machine_busy_seconds
 from bench.scaleout import CpuWatch, _durable, _pg_bin
 from tests.support.postgres import PgCluster, start_cluster
 
@@ -73,6 +73,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 GATEWAYS = 2
+QUIET_CORES = 0.5  # the load starts once the rest of the machine uses less than this ...
+QUIET_WINDOW = 3.0  # ... over this many seconds (or after Plan.quiet_wait)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class Plan:
     jitter: float = 0.3
     max_concurrency: int = 512  # judge.max_concurrency of gateways and scorer (shipped)
     sample_interval: float = 1.0  # /metrics and /readyz, and the database during the load
+    quiet_wait: float = 300.0  # seconds to wait, at most, for the rest of the machine to calm
     durable: bool = True  # PostgreSQL's default durability, not the tests' fast settings
 
 
@@ -159,6 +162,18 @@ def _postgres_cpu(cluster: PgCluster) -> float:
     except (OSError, ValueError, psutil.Error):
         return 0.0
     return float(total)
+
+
+def _wait_quiet(longest: float) -> tuple[float, float]:
+    """Wait (up to `longest` s) until the machine's busy CPU, which is other sessions' once
+    our processes idle, is below `QUIET_CORES` over a few seconds: (waited s, cores)."""
+    began = time.monotonic()
+    while True:
+        before = machine_busy_seconds()
+        time.sleep(QUIET_WINDOW)
+        cores = (machine_busy_seconds() - before) / QUIET_WINDOW
+        if cores < QUIET_CORES or time.monotonic() - began >= longest:
+            return time.monotonic() - began, cores
 
 
 def _stats(server: ServerProcess) -> dict[str, Any]:
@@ -286,6 +301,10 @@ def measure(plan: Plan, pg_bin: Path) -> tuple[Run, list[str]]:
                 pool.submit(_start, procs, work, "scorer", "scorer", config),
             ]
             servers += [future.result() for future in others]
+        waited, cores = (0.0, float("nan"))
+        if plan.quiet_wait > 0:
+            _log(f"waiting up to {plan.quiet_wait:g} s for the machine to calm")
+            waited, cores = _wait_quiet(plan.quiet_wait)
         _log(f"{plan.rate:g} req/s: {plan.before:g} s, then {plan.outage:g} s without the database")
         run = client.run(lambda: _drive(plan, cluster, url, servers, [upstream, judge]))
         run.judge = _stats(judge)
@@ -302,7 +321,9 @@ def measure(plan: Plan, pg_bin: Path) -> tuple[Run, list[str]]:
         " the load share the cores",
         f"load average at the start {load_start}, at the end "
         + " ".join(f"{x:.2f}" for x in os.getloadavg())
-        + f"; the run took {time.monotonic() - started:.0f} s",
+        + f"; the run took {time.monotonic() - started:.0f} s, {waited:.0f} s of it waiting"
+        f" for the rest of the machine to use < {QUIET_CORES:g} cores (it used {cores:.2f}"
+        " when the load started)",
     ]
     return run, machine
 
@@ -324,6 +345,12 @@ def main(argv: list[str] | None = None) -> int:
         default=defaults.sample_interval,
         help="seconds between reads of /metrics, /readyz and the database (1)",
     )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=defaults.quiet_wait,
+        help="seconds to wait at most for the rest of the machine to calm (300; 0: none)",
+    )
     parser.add_argument("--out", type=Path, help="the markdown file (bench/results/outage-...)")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -338,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         judge_latency=args.judge_latency,
         max_concurrency=args.max_concurrency,
         sample_interval=args.sample_interval,
+        quiet_wait=args.quiet_wait,
     )
     date = datetime.datetime.now().strftime("%Y-%m-%d-%H%M")
     source = source_note()

@@ -63,8 +63,10 @@ def _process_figures(samples: list[Sample], marks: dict[str, float]) -> dict[str
         None,
     )
     in_flight = [s.in_flight for s in samples if s.in_flight is not None and s.at < marks["halt"]]
+    steady = [s.buffered for s in samples if s.buffered is not None and s.at < marks["halt"]]
     return {
         "buffer_peak": max(buffered, default=None),
+        "buffer_peak_before": max(steady, default=None),
         "buffer_last": buffered[-1] if buffered else None,
         "dropped": {reason: int(count) for reason, count in dropped.items()},
         "readyz_during": dict(Counter(str(s.ready) for s in during)),
@@ -170,6 +172,13 @@ def figures(run: Run) -> dict[str, Any]:
         "db_polls": len(run.poller.polls),
         "db_polls_failed": run.poller.failed,
         "cpu": run.cpu,
+        "timeline": {
+            "polls": [[round(p.at, 2), p.rows, p.pending] for p in run.poller.polls],
+            **{
+                name: [[round(x.at, 2), x.ready, x.buffered] for x in samples]
+                for name, samples in run.sampler.samples.items()
+            },
+        },
         "judge": run.judge,
         "logs": run.logs,
     }
@@ -302,6 +311,7 @@ def render(date: str, source: str, machine: list[str], found: dict[str, Any]) ->
             [
                 name,
                 _fmt(p["buffer_peak"], 0),
+                _fmt(p["buffer_peak_before"], 0),
                 _counts(p["dropped"]),
                 _counts(p["readyz_during"]),
                 _fmt(p["readyz_200_after_s"]),
@@ -310,7 +320,8 @@ def render(date: str, source: str, machine: list[str], found: dict[str, Any]) ->
             ]
         )
     lines += _table(
-        ["process", "bias_store_buffered_records peak", "bias_store_records_dropped_total",
+        ["process", "bias_store_buffered_records peak", "its peak before the stop",
+         "bias_store_records_dropped_total",
          "/readyz during the outage", "/readyz 200 again after the restart, s",
          "log: store unavailable / back / errors"],
         proc_rows,

@@ -19,7 +19,7 @@ from tests.support.postgres import find_bin_dir, unavailable
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 ARGS = ["--rate", "10", "--before", "2", "--outage", "2", "--after", "2"]
-ARGS += ["--judge-latency", "0.05", "--sample-interval", "0.5"]
+ARGS += ["--judge-latency", "0.05", "--sample-interval", "0.5", "--quiet-wait", "0"]
 
 
 @pytest.fixture
