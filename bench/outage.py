@@ -45,6 +45,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import signal
 import sys
 import tempfile
@@ -61,9 +62,18 @@ import psutil
 
 from bench import client
 from bench.machine import cpu_model, source_note
-from bench.outage_load import KEYS, Clock, Poller, Sampler, Traffic
+from bench.outage_load import (
+    KEYS,
+    QUIET_CORES,
+    Clock,
+    Poller,
+    Sampler,
+    Traffic,
+    postgres_cpu,
+    wait_quiet,
+)
 from bench.outage_report import figures, render
-from bench.procs import Processes, ServerProcess, free_port, machine_busy_seconds
+from bench.procs import Processes, ServerProcess, free_port
 from bench.scaleout import CpuWatch, _durable, _pg_bin
 from tests.support.postgres import PgCluster, start_cluster
 
@@ -73,8 +83,6 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 GATEWAYS = 2
-QUIET_CORES = 0.5  # the load starts once the rest of the machine uses less than this ...
-QUIET_WINDOW = 3.0  # ... over this many seconds (or after Plan.quiet_wait)
 
 
 @dataclass(frozen=True)
@@ -148,34 +156,6 @@ def _start(procs: Processes, work: Path, name: str, command: str, config: Path) 
     return procs.start(name, argv, port=port, ready_path="/readyz", log_dir=work, env=ENV)
 
 
-def _postgres_cpu(cluster: PgCluster) -> float:
-    """CPU seconds of the running server and the backends it has reaped; 0 while it is
-    down (a phase's marks are both taken with the server up, or both with it down)."""
-    try:
-        root = psutil.Process(cluster.postmaster_pid())
-        times = root.cpu_times()
-        total = times.user + times.system + times.children_user + times.children_system
-        for child in root.children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                child_times = child.cpu_times()
-                total += child_times.user + child_times.system
-    except (OSError, ValueError, psutil.Error):
-        return 0.0
-    return float(total)
-
-
-def _wait_quiet(longest: float) -> tuple[float, float]:
-    """Wait (up to `longest` s) until the machine's busy CPU, which is other sessions' once
-    our processes idle, is below `QUIET_CORES` over a few seconds: (waited s, cores)."""
-    began = time.monotonic()
-    while True:
-        before = machine_busy_seconds()
-        time.sleep(QUIET_WINDOW)
-        cores = (machine_busy_seconds() - before) / QUIET_WINDOW
-        if cores < QUIET_CORES or time.monotonic() - began >= longest:
-            return time.monotonic() - began, cores
-
-
 def _stats(server: ServerProcess) -> dict[str, Any]:
     with urllib.request.urlopen(f"{server.url}/bench/stats", timeout=10) as response:  # loopback
         stats: dict[str, Any] = json.loads(response.read())
@@ -226,7 +206,7 @@ async def _drive(
     sampler = Sampler({s.name: s.url for s in servers}, clock, plan.sample_interval)
     poller = Poller(url, clock, plan.sample_interval)
     sources = {s.name: s.cpu_seconds for s in [*servers, *fakes]}
-    watch = CpuWatch({**sources, "postgres": lambda: _postgres_cpu(cluster)})
+    watch = CpuWatch({**sources, "postgres": lambda: postgres_cpu(cluster)})
     cpu: dict[str, dict[str, float]] = {}
     marks: dict[str, float] = {}
 
@@ -274,8 +254,9 @@ async def _drive(
     return Run(plan, marks, traffic, sampler, poller, duplicates, cpu, {}, {})
 
 
-def measure(plan: Plan, pg_bin: Path) -> tuple[Run, list[str]]:
-    """Start everything, run the outage, stop everything; the run and the machine."""
+def measure(plan: Plan, pg_bin: Path, keep_logs: Path | None = None) -> tuple[Run, list[str]]:
+    """Start everything, run the outage, stop everything; the run and the machine. The
+    processes' logs and the server's are copied to `keep_logs` if given."""
     started = time.monotonic()
     load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     with contextlib.ExitStack() as stack:
@@ -304,13 +285,18 @@ def measure(plan: Plan, pg_bin: Path) -> tuple[Run, list[str]]:
         waited, cores = (0.0, float("nan"))
         if plan.quiet_wait > 0:
             _log(f"waiting up to {plan.quiet_wait:g} s for the machine to calm")
-            waited, cores = _wait_quiet(plan.quiet_wait)
+            waited, cores = wait_quiet(plan.quiet_wait)
         _log(f"{plan.rate:g} req/s: {plan.before:g} s, then {plan.outage:g} s without the database")
         run = client.run(lambda: _drive(plan, cluster, url, servers, [upstream, judge]))
         run.judge = _stats(judge)
         for server in servers:
             procs.stop(server)  # graceful: what they still hold is counted in their logs
         run.logs = {server.name: _log_facts(server) for server in servers}
+        if keep_logs is not None:
+            keep_logs.mkdir(parents=True, exist_ok=True)
+            for server in [*servers, upstream, judge]:
+                shutil.copy(server.log_path, keep_logs / server.log_path.name)
+            shutil.copy(cluster.log_file, keep_logs / "postgresql.log")
     machine = [
         f"{os.cpu_count()} cores ({cpu_model()}), {psutil.virtual_memory().total >> 30} GiB,"
         f" {platform.system()} {platform.release()}; Python {platform.python_version()}",
@@ -351,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         default=defaults.quiet_wait,
         help="seconds to wait at most for the rest of the machine to calm (300; 0: none)",
     )
+    parser.add_argument(
+        "--keep-logs", type=Path, help="a folder to copy every process's log and PostgreSQL's to"
+    )
     parser.add_argument("--out", type=Path, help="the markdown file (bench/results/outage-...)")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -370,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     date = datetime.datetime.now().strftime("%Y-%m-%d-%H%M")
     source = source_note()
     try:
-        run, machine = measure(plan, _pg_bin())
+        run, machine = measure(plan, _pg_bin(), args.keep_logs)
     except KeyboardInterrupt:
         print("bench.outage: interrupted; every process it started was stopped", file=sys.stderr)
         return 130

@@ -1,5 +1,6 @@
 """What `bench.outage` runs while it watches: the paced open-loop traffic, the samples of
-each process's `/metrics` and `/readyz`, and the polls of the database.
+each process's `/metrics` and `/readyz`, the polls of the database, and the CPU of the
+server and of the rest of the machine.
 
 Times are seconds of `time.monotonic()` since the run's start (`Clock`), so that
 requests, samples and polls line up with the outage's own marks.
@@ -17,12 +18,28 @@ from typing import Any
 import aiohttp
 import asyncpg
 import orjson
+import psutil
 
+from bench.procs import machine_busy_seconds
 from gateway.domain import FINAL_STATUSES
+from tests.support.postgres import PgCluster
 
-__all__ = ["KEYS", "Clock", "Poller", "Request", "Sample", "Sampler", "Traffic"]
+__all__ = [
+    "KEYS",
+    "QUIET_CORES",
+    "Clock",
+    "Poller",
+    "Request",
+    "Sample",
+    "Sampler",
+    "Traffic",
+    "postgres_cpu",
+    "wait_quiet",
+]
 
 KEYS = {"monitor": "sk-bench-monitor", "enforce": "sk-bench-enforce"}
+QUIET_CORES = 0.5  # the load starts once the rest of the machine uses less than this ...
+QUIET_WINDOW = 3.0  # ... over this many seconds (or after Plan.quiet_wait)
 _DONE = b"data: [DONE]"
 _METRIC = re.compile(
     r"^(bias_store_buffered_records|bias_store_records_dropped_total|bias_scorings_in_flight"
@@ -284,3 +301,31 @@ class Poller:
                     self._polled.clear()
                     await self._polled.wait()
         return self.all_final(run_ids)
+
+
+def postgres_cpu(cluster: PgCluster) -> float:
+    """CPU seconds of the running server and the backends it has reaped; 0 while it is
+    down (a phase's marks are both taken with the server up, or both with it down)."""
+    try:
+        root = psutil.Process(cluster.postmaster_pid())
+        times = root.cpu_times()
+        total = times.user + times.system + times.children_user + times.children_system
+        for child in root.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                child_times = child.cpu_times()
+                total += child_times.user + child_times.system
+    except (OSError, ValueError, psutil.Error):
+        return 0.0
+    return float(total)
+
+
+def wait_quiet(longest: float) -> tuple[float, float]:
+    """Wait (up to `longest` s) until the machine's busy CPU, which is other sessions' once
+    our processes idle, is below `QUIET_CORES` over a few seconds: (waited s, cores)."""
+    began = time.monotonic()
+    while True:
+        before = machine_busy_seconds()
+        time.sleep(QUIET_WINDOW)
+        cores = (machine_busy_seconds() - before) / QUIET_WINDOW
+        if cores < QUIET_CORES or time.monotonic() - began >= longest:
+            return time.monotonic() - began, cores
