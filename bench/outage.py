@@ -1,6 +1,6 @@
 """A PostgreSQL outage under load: what the clients see, and what the store keeps.
 
-    .venv/bin/python -m bench.outage              # about 3 minutes: 100 req/s, 15 s outage
+    .venv/bin/python -m bench.outage              # 100 req/s, 15 s outage: about 80 s
     .venv/bin/python -m bench.outage --rate 20 --outage 5
 
 Issue #24's target: a database outage of 15 s at 100 req/s causes 0 client-visible
