@@ -10,7 +10,9 @@ A `Claimer` runs beside a `Scoring` in every process that scores:
   On PostgreSQL new work wakes it at once (LISTEN/NOTIFY); work whose lease
   lapsed, which nothing announces, is looked for every `idle_wait` seconds;
 - every `idle_wait` seconds (at least one) the puller also ends for good what
-  lapsed too often (`attempts_exhausted`) or has nothing to score (`gateway_lost`).
+  lapsed too often (`attempts_exhausted`) or has nothing to score (`gateway_lost`);
+  not for `lease_seconds` after the store last failed, though, since no lease could
+  be renewed meanwhile.
 
 A store that fails is logged and tried again a second later: scoring waits, the
 work stays in the store.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 import structlog
@@ -73,6 +76,7 @@ class Claimer:
         metrics: Metrics,
         pull: bool,
         idle_wait: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         queue = settings.queue
         self.store = store
@@ -85,6 +89,7 @@ class Claimer:
         # Lapsed leases are noticed within this; new work on PostgreSQL at once.
         self.idle_wait = idle_wait if idle_wait is not None else min(queue.lease_seconds / 3, 5.0)
         self.claimed = 0
+        self._clock = clock  # when sweeps are due (a test's own, to skip the wait)
         self._tasks: list[asyncio.Task[None]] = []
         self._next_expire = 0.0
         self._next_count = 0.0
@@ -108,6 +113,7 @@ class Claimer:
                 await self.store.renew(self.scoring.worker, lease_seconds=self.lease_seconds)
             except Exception:
                 log.exception("could not renew the leases on scoring work")
+                self._hold_sweeps()
 
     async def _pull(self) -> None:
         with contextlib.suppress(Exception):  # without LISTEN it polls every idle_wait
@@ -119,7 +125,15 @@ class Claimer:
                 raise
             except Exception:
                 log.exception("could not claim scoring work")
+                self._hold_sweeps()
                 await asyncio.sleep(_RETRY)
+
+    def _hold_sweeps(self) -> None:
+        """The store failed: while it does, no holder can renew, so a lease that lapses
+        then says nothing of its holder (a live gateway's stream, whose work waits in
+        its writer's buffer). End nothing as lapsed until a whole lease has passed
+        since the last failure: a holder alive has renewed by then."""
+        self._next_expire = max(self._next_expire, self._clock() + self.lease_seconds)
 
     async def pull_once(self) -> int:
         """One round: sweep if due, wait for room, claim what fits, or wait for work."""
@@ -145,7 +159,7 @@ class Claimer:
         return len(records)
 
     async def _expire_if_due(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if now < self._next_expire:
             return
         self._next_expire = now + max(self.idle_wait, _EXPIRE_EVERY)
