@@ -12,6 +12,7 @@ API's filters and window (the last 24 hours unless `since`/`until` say otherwise
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from typing import cast
 
@@ -19,11 +20,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from gateway.api.search import Viewer, in_window, parse_score_query, viewer_of
+from gateway.domain import VERDICTS
 from gateway.errors import BadRequest
 from gateway.runtime.resources import Gateway
-from gateway.store.whatif import WhatIfQuery
+from gateway.store.whatif import WhatIf, WhatIfQuery
 
-__all__ = ["MAX_EXAMPLES", "WHATIF_PARAMS", "parse_whatif_query", "score_whatif"]
+__all__ = [
+    "MAX_EXAMPLES",
+    "WHATIF_PARAMS",
+    "parse_whatif_query",
+    "score_whatif",
+    "whatif_table",
+]
 
 MAX_EXAMPLES = 50
 DEFAULT_EXAMPLES = 10
@@ -32,6 +40,7 @@ WHATIF_PARAMS = frozenset(
      "flag", "block", "examples"}
 )  # fmt: skip
 _OWN_PARAMS = ("flag", "block", "examples")
+_UNSCORED = ("pending", "error", "skipped", "dropped")
 
 
 def _threshold(params: Mapping[str, str], name: str, scale: float) -> float:
@@ -80,3 +89,44 @@ async def score_whatif(request: Request) -> Response:
     query = parse_whatif_query(request.query_params, scale=scale, viewer=viewer)
     result = await gateway.store.whatif(query)
     return JSONResponse({**result.to_dict(), "scale": scale})
+
+
+def whatif_table(result: WhatIf) -> str:
+    """The answer as a terminal table, for `bias-gateway whatif`: the verdicts each
+    group was given and would be given, then the examples."""
+    query, total = result.query, result.total
+    unscored = ", ".join(f"{total.statuses[status]} {status}" for status in _UNSCORED)
+    lines = [
+        f"flag at {query.flag:g}, block at {query.block:g}:"
+        f" {_when(query.filters.since)} to {_when(query.filters.until)}",
+        f"{total.records} records: {total.scored} scored; not scored: {unscored}",
+        "",
+    ]
+    rows = [("", "scored", *(f"{verdict}: given -> would" for verdict in VERDICTS))]
+    named = [("all", total)] + [
+        (f"{dimension} {'(none)' if group.key is None else group.key}", group)
+        for dimension, groups in result.groups.items()
+        for group in groups
+    ]
+    for name, group in named:
+        moves = (f"{group.actual[verdict]} -> {group.would[verdict]}" for verdict in VERDICTS)
+        rows.append((name, str(group.scored), *moves))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for first, *numbers in rows:
+        cells = [first.ljust(widths[0])]
+        cells += [cell.rjust(width) for cell, width in zip(numbers, widths[1:], strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    if result.truncated:
+        lines.append(f"(only the largest {query.groups} groups of: {', '.join(result.truncated)})")
+    for verdict, examples in result.examples.items():
+        lines += ["", f"the newest it would {verdict}:" if examples else f"none it would {verdict}"]
+        lines += [
+            f"  {_when(e.created_at)}  score {e.score:g}  given {e.verdict or '-'}"
+            f"  key {e.key_name or '-'}  model {e.model or '-'}  run {e.run_id}"
+            for e in examples
+        ]
+    return "\n".join(lines)
+
+
+def _when(epoch: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch or 0))

@@ -3,6 +3,11 @@ from a dozen records of known scores, keys, models, categories and statuses."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -200,3 +205,108 @@ async def test_captured_text_comes_with_its_example(store: Store) -> None:
 def test_thresholds_out_of_order_are_refused(flag: float, block: float) -> None:
     with pytest.raises(ValueError, match="flag <= block"):
         WhatIfQuery(window(), flag=flag, block=block)
+
+
+# -- bias-gateway whatif: the same counts, from the store directly ----------------------
+
+
+def _filled(location: StoreSettings) -> None:
+    async def fill() -> None:
+        opened = open_store(location)
+        await opened.open()
+        for record in RECORDS:
+            opened.submit(record)
+        await opened.close()  # commits what was submitted
+
+    asyncio.run(fill())
+
+
+def _whatif(
+    location: StoreSettings, tmp_path: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "gateway.yaml"
+    where = f"url: {location.url.get_secret_value()}" if location.url else f"path: {location.path}"
+    config.write_text(f"store:\n  {where}\n")
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", "whatif", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
+
+
+WINDOW_ARGS = ("--since", "2025-12-01T00:00:00Z", "--until", str(T0 + 100))
+
+
+@pytest.mark.slow
+def test_the_command_prints_the_hand_counted_table(location: StoreSettings, tmp_path: Path) -> None:
+    _filled(location)
+    done = _whatif(location, tmp_path, "--flag", "0.5", "--block", "0.8", *WINDOW_ARGS)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (
+        "flag at 0.5, block at 0.8: 2025-12-01 00:00:00 UTC to 2025-12-01 00:01:40 UTC"
+    )
+    assert lines[1] == "11 records: 7 scored; not scored: 1 pending, 1 error, 1 skipped, 1 dropped"
+    # Each row: the group, scored, then given -> would for pass, flag and block.
+    rows = {
+        " ".join(cells[:-10]): " ".join(cells[-10:])
+        for cells in (line.split() for line in lines)
+        if len(cells) > 10 and cells[-1].isdigit()
+    }
+    assert rows == {
+        "all": "7 3 -> 2 3 -> 3 1 -> 2",
+        "key team-a": "3 1 -> 1 1 -> 0 1 -> 2",
+        "key team-b": "3 1 -> 0 2 -> 3 0 -> 0",
+        "key (none)": "1 1 -> 1 0 -> 0 0 -> 0",
+        "model gpt-a": "3 0 -> 0 2 -> 1 1 -> 2",
+        "model gpt-b": "4 3 -> 2 1 -> 2 0 -> 0",
+        "category gender": "3 0 -> 0 2 -> 1 1 -> 2",
+        "category political": "1 0 -> 0 0 -> 0 1 -> 1",
+        "category racial_ethnic": "1 0 -> 0 1 -> 1 0 -> 0",
+    }
+    flagged = lines.index("the newest it would flag:")
+    assert [line.split()[-1] for line in lines[flagged + 1 : flagged + 4]] == ["r07", "r04", "r03"]
+    blocked = lines.index("the newest it would block:")
+    assert lines[blocked + 1] == (
+        "  2025-12-01 00:00:02 UTC  score 0.8  given flag  key team-a  model gpt-a  run r02"
+    )
+
+
+@pytest.mark.slow
+def test_the_command_prints_the_apis_json_and_takes_its_filters(
+    location: StoreSettings, tmp_path: Path
+) -> None:
+    _filled(location)
+    done = _whatif(
+        location, tmp_path, "--flag", "0.5", "--block", "0.8", "--key", "team-b", "--json",
+        "--examples", "1", *WINDOW_ARGS,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["object"] == "bias.whatif"
+    assert (body["since"], body["until"], body["scale"]) == (T0, T0 + 100, 1.0)
+    assert body["total"]["records"] == 4
+    assert body["total"]["would"] == {"pass": 0, "flag": 3, "block": 0}
+    assert [e["run_id"] for e in body["examples"]["flag"]] == ["r07"]
+
+
+@pytest.mark.slow
+def test_the_command_refuses_bad_thresholds_and_a_missing_store(
+    location: StoreSettings, tmp_path: Path
+) -> None:
+    _filled(location)
+    done = _whatif(location, tmp_path, "--flag", "0.9", "--block", "0.5")
+    assert done.returncode == 2
+    assert "`flag` (0.9) must not exceed `block` (0.5)" in done.stderr
+    above = _whatif(location, tmp_path, "--flag", "0.5", "--block", "2")
+    assert above.returncode == 2
+    assert "from 0 to 1" in above.stderr
+    if location.url is None:
+        missing = StoreSettings(path=str(tmp_path / "none.db"))
+        gone = _whatif(missing, tmp_path, "--flag", "0.5", "--block", "0.8")
+        assert gone.returncode == 2
+        assert "none.db does not exist" in gone.stderr
+        assert not (tmp_path / "none.db").exists()  # a look never makes a store
