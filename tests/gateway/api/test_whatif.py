@@ -14,6 +14,9 @@ import pytest
 from gateway.store import ScoreRecord
 from tests.gateway.conftest import RunningGateway
 from tests.gateway.store.test_store_whatif import RECORDS, T0
+from tests.support.postgres import PgCluster
+from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 A, B, ADMIN = "sk-team-a-0123456789", "sk-team-b-0123456789", "sk-admin-0123456789"
@@ -189,3 +192,30 @@ def test_the_search_api_takes_no_mode(make_gateway: MakeGateway) -> None:
             answer = http.get(path, params={"mode": "monitor"})
             assert answer.status_code == 400
             assert answer.json()["error"]["param"] == "mode"
+
+
+def test_a_database_away_answers_503_and_back_the_counts(
+    make_gateway: MakeGateway, pg_cluster: PgCluster, make_pg_url: Callable[[], str]
+) -> None:
+    """PostgreSQL behind a proxy that cuts every connection: the counts answer 503 in
+    the envelope, not a traceback, and come back with the database."""
+    proxy = TcpProxy(pg_cluster.host, pg_cluster.port).start()
+    try:
+        url = make_pg_url().replace(f":{pg_cluster.port}/", f":{proxy.port}/")
+        gateway = filled(make_gateway, RECORDS, store={"url": url})
+        params = {"flag": 0.5, "block": 0.8, **WINDOW}
+        with gateway.http(ADMIN) as admin:
+            assert whatif(admin, **params)["total"]["records"] == 11
+            proxy.cut()
+            away = admin.get("/v1/bias/whatif", params=params)
+            assert away.status_code == 503
+            assert away.json()["error"]["code"] == "store_unavailable"
+            proxy.restore()
+
+            def counted() -> bool:
+                answer = admin.get("/v1/bias/whatif", params=params)
+                return answer.status_code == 200 and answer.json()["total"]["records"] == 11
+
+            wait_for(counted, "the counts with the database back", timeout=30)
+    finally:
+        proxy.stop()
