@@ -203,7 +203,7 @@ def test_a_database_away_answers_503_and_back_the_counts(
     try:
         url = make_pg_url().replace(f":{pg_cluster.port}/", f":{proxy.port}/")
         gateway = filled(make_gateway, RECORDS, store={"url": url})
-        params = {"flag": 0.5, "block": 0.8, **WINDOW}
+        params: dict[str, Any] = {"flag": 0.5, "block": 0.8, **WINDOW}
         with gateway.http(ADMIN) as admin:
             assert whatif(admin, **params)["total"]["records"] == 11
             proxy.cut()
