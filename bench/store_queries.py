@@ -7,8 +7,9 @@
 Builds a store of N records on each engine, SQLite (a file in a temporary folder)
 and PostgreSQL (a throwaway cluster from `tests/support/postgres.py`, binaries from
 `scripts/postgres bin`), then times `store.search(ScoreQuery)` and
-`store.stats(StatsQuery)` through the real store classes, and EXPLAINs the SQL of
-each case (`gateway.store.queries.search_sql`, `stats_sql`, `p90_sql`).
+`store.stats(StatsQuery)` and `store.whatif(WhatIfQuery)` through the real store
+classes, and EXPLAINs the SQL of each case (`gateway.store.queries.search_sql`,
+`stats_sql`, `p90_sql`; `gateway.store.whatif.whatif_sql`: counts, then examples).
 
 The load is fast: the store is opened once, so the migrations run and the
 `score_categories` triggers exist, then closed; the rows go in with the engine's
@@ -81,6 +82,7 @@ from gateway.store import PostgresStore, SQLiteStore
 from gateway.store.dialect import POSTGRES, SQLITE, Dialect
 from gateway.store.queries import ScoreQuery, StatsQuery, p90_sql, search_sql, stats_sql
 from gateway.store.records import COLUMNS
+from gateway.store.whatif import WhatIfQuery, whatif_sql
 from guard import AnalyzeStepResult, BiasResult, PreprocessStepResult, Usage, Verdict
 
 __all__ = ["main"]
@@ -328,6 +330,7 @@ class Case:
     name: str
     search: ScoreQuery | None = None
     stats: StatsQuery | None = None
+    whatif: WhatIfQuery | None = None
     pages_in: int = 0  # follow the cursor this many pages first, then time the next
 
 
@@ -362,6 +365,18 @@ def cases(end: float) -> list[Case]:
             f"stats key={THE_KEY}, 7 days",
             stats=StatsQuery(ScoreQuery(key=THE_KEY, since=end - 7 * DAY, until=end)),
         ),
+        # What GET /v1/bias/whatif asks by default, and over a week.
+        Case("whatif 24 h", whatif=WhatIfQuery(window, flag=0.5, block=0.7)),
+        Case(
+            "whatif 7 days",
+            whatif=WhatIfQuery(ScoreQuery(since=end - 7 * DAY, until=end), flag=0.5, block=0.7),
+        ),
+        Case(
+            f"whatif key={THE_KEY}, 7 days",
+            whatif=WhatIfQuery(
+                ScoreQuery(key=THE_KEY, since=end - 7 * DAY, until=end), flag=0.5, block=0.7
+            ),
+        ),
     ]
 
 
@@ -374,6 +389,9 @@ def _sql(
             ("stats", *stats_sql(case.stats, dialect)),
             ("p90", *p90_sql(case.stats, dialect)),
         ]
+    if case.whatif is not None:
+        counts, examples = whatif_sql(case.whatif, dialect)
+        return [("whatif counts", *counts), ("whatif examples", *examples)]
     assert query is not None
     return [("search", *search_sql(query, dialect))]
 
@@ -586,6 +604,8 @@ async def run_cases(
         async def call(query: ScoreQuery | None = query, case: Case = case) -> int:
             if case.stats is not None:
                 return len(await store.stats(case.stats))
+            if case.whatif is not None:
+                return (await store.whatif(case.whatif)).total.records
             return len(await store.search(query))
 
         statements = _sql(case, query, dialect)

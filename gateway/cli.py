@@ -1,4 +1,4 @@
-"""`bias-gateway serve`, `scorer`, `demo`, `migrate`, `check-config` and `hash-key`."""
+"""`bias-gateway serve`, `scorer`, `demo`, `migrate`, `check-config`, `hash-key` and `whatif`."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from gateway.server.app import ServeOptions
     from gateway.server.reload import HangupLatch
     from gateway.store import Store
+    from gateway.store.whatif import WhatIf, WhatIfQuery
 
 __all__ = ["main"]
 
@@ -78,6 +79,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser(
         "hash-key", help="print the config entry (sha256:...) for a client key read from stdin"
     )
+    whatif = commands.add_parser(
+        "whatif", help="what a flag and block threshold would have done to the stored records"
+    )
+    whatif.add_argument("--config", help="YAML config (default: environment variables only)")
+    whatif.add_argument("--flag", required=True, help="flag a score at or above this")
+    whatif.add_argument("--block", required=True, help="block a score at or above this")
+    whatif.add_argument("--since", help="epoch seconds or ISO 8601 (default: --until - 24 h)")
+    whatif.add_argument("--until", help="epoch seconds or ISO 8601, exclusive (default: now)")
+    for name in ("key", "model", "category", "mode"):
+        whatif.add_argument(f"--{name}", help=f"only the records of this {name}")
+    whatif.add_argument("--examples", help="newest examples of flag and of block (default 10)")
+    whatif.add_argument("--json", action="store_true", help="print the API's JSON answer")
     args = parser.parse_args(argv)
     try:
         if args.command == "check-config":
@@ -101,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _migrate(args)
         if args.command == "scorer":
             return _scorer(args)
+        if args.command == "whatif":
+            return _whatif(args)
         return _serve(args)
     except ConfigError as exc:
         print(f"bias-gateway: config error: {exc}", file=sys.stderr)
@@ -282,6 +297,48 @@ def _migrate(args: argparse.Namespace) -> int:
         raise ConfigError(f"store.{'url' if settings.store.url else 'path'}: {exc}") from exc
     print(f"bias-gateway: {store.describe()} is at schema version {latest_version()}")
     return 0
+
+
+_WHATIF_OPTIONS = ("flag", "block", "since", "until", "key", "model", "category", "mode",
+                   "examples")  # fmt: skip
+
+
+def _whatif(args: argparse.Namespace) -> int:
+    """`GET /v1/bias/whatif`'s counts, read from the store directly (every key's records)."""
+    from gateway.api.whatif import parse_whatif_query, whatif_table
+    from gateway.errors import GatewayError
+    from gateway.store import StoreError, open_store
+
+    settings = load_settings(args.config) if args.config else settings_from_env()
+    options = {name: getattr(args, name) for name in _WHATIF_OPTIONS}
+    try:
+        query = parse_whatif_query(
+            {name: value for name, value in options.items() if value is not None},
+            scale=settings.judge.scale,
+        )
+    except GatewayError as exc:
+        print(f"bias-gateway: whatif: {exc.message}", file=sys.stderr)
+        return 2
+    where = "url" if settings.store.url else "path"
+    if settings.store.url is None and not os.path.isfile(settings.store.path):
+        raise ConfigError(f"store.path: {os.path.abspath(settings.store.path)} does not exist")
+    try:
+        result = asyncio.run(_read_whatif(open_store(settings.store), query))
+    except StoreError as exc:
+        raise ConfigError(f"store.{where}: {exc}") from exc
+    if args.json:
+        print(json.dumps({**result.to_dict(), "scale": settings.judge.scale}, indent=2))
+    else:
+        print(whatif_table(result))
+    return 0
+
+
+async def _read_whatif(store: Store, query: WhatIfQuery) -> WhatIf:
+    await store.open(sweep_pending=False)  # a gateway may be running on it: no sweep
+    try:
+        return await store.whatif(query)
+    finally:
+        await store.close()
 
 
 def _demo(args: argparse.Namespace) -> int:

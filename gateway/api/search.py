@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from gateway.config import KeySettings
-from gateway.domain import CATEGORY_ID, VERDICTS
+from gateway.domain import CATEGORY_ID, MODES, VERDICTS
 from gateway.errors import BadRequest, NotFound, PermissionDenied
 from gateway.runtime.resources import Gateway
 from gateway.store import FINAL_STATUSES, ScoreRecord
@@ -39,7 +39,9 @@ from gateway.store.queries import (
 )
 
 __all__ = [
+    "DEFAULT_WINDOW",
     "Viewer",
+    "in_window",
     "parse_score_query",
     "parse_time",
     "score_list",
@@ -145,6 +147,8 @@ def parse_score_query(
     for name in ("model", "key"):
         if name in params:
             fields[name] = params[name]
+    if "mode" in params:  # only the what-if API takes it (`gateway.api.whatif`)
+        fields["mode"] = _one_of(params["mode"], "mode", MODES)
     if "category" in params:
         if not CATEGORY_ID.fullmatch(params["category"]):
             raise BadRequest("`category` must be a category id such as `gender`.", param="category")
@@ -169,6 +173,16 @@ def parse_score_query(
     if query.since is not None and query.until is not None and query.since >= query.until:
         raise BadRequest("`since` must be before `until`.", param="since")
     return query
+
+
+def in_window(filters: ScoreQuery) -> ScoreQuery:
+    """`filters` with both ends of its window: unless given, `until` is now and
+    `since` a `DEFAULT_WINDOW` before `until`."""
+    until = filters.until if filters.until is not None else time.time()
+    since = filters.since if filters.since is not None else until - DEFAULT_WINDOW
+    if since >= until:
+        raise BadRequest("`since` must be before `until`.", param="since")
+    return replace(filters, since=since, until=until)
 
 
 def _gateway(request: Request) -> Gateway:
@@ -198,13 +212,7 @@ async def score_stats(request: Request) -> Response:
     gateway = _gateway(request)
     viewer = viewer_of(gateway, request)
     params = request.query_params
-    filters = viewer.scoped(parse_score_query(params, allowed=_STATS_PARAMS))
-    now = time.time()
-    until = filters.until if filters.until is not None else now
-    since = filters.since if filters.since is not None else until - DEFAULT_WINDOW
-    if since >= until:
-        raise BadRequest("`since` must be before `until`.", param="since")
-    filters = replace(filters, since=since, until=until)
+    filters = in_window(viewer.scoped(parse_score_query(params, allowed=_STATS_PARAMS)))
     group_by = (
         cast(GroupBy, _one_of(params["group_by"], "group_by", GROUPS))
         if "group_by" in params
@@ -217,8 +225,8 @@ async def score_stats(request: Request) -> Response:
     return JSONResponse(
         {
             "object": "bias.stats",
-            "since": since,
-            "until": until,
+            "since": filters.since,
+            "until": filters.until,
             "group_by": group_by,
             "total": {**total.to_dict(), "key": None},
             "groups": [group.to_dict() for group in groups],

@@ -130,6 +130,7 @@ OWNED_ROUTES: dict[str, tuple[str, ...]] = {
     "/v1/models": ("GET",),
     "/v1/bias/scores": ("GET",),
     "/v1/bias/stats": ("GET",),
+    "/v1/bias/whatif": ("GET",),
 }
 _OWNED_PATTERNS = ((re.compile(r"/v1/bias/scores/[^/]+"), ("GET",)),)
 

@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from gateway.api.search import score_list, score_lookup, score_stats
 from gateway.api.ui import ui_routes
+from gateway.api.whatif import score_whatif
 from gateway.config import Settings, load_settings, settings_from_env
 from gateway.errors import GatewayError, StoreUnavailable, envelope, error_response
 from gateway.observability.access import AccessLog, call_state
@@ -135,6 +136,7 @@ def create_app(
             Route("/v1/models", list_models, methods=["GET"]),
             Route("/v1/bias/scores", score_list, methods=["GET"]),
             Route("/v1/bias/stats", score_stats, methods=["GET"]),
+            Route("/v1/bias/whatif", score_whatif, methods=["GET"]),
             Route("/v1/bias/scores/{run_id}", score_lookup, methods=["GET"]),
             Route(
                 "/v1/{path:path}",

@@ -7,6 +7,7 @@ from typing import Protocol
 from gateway.store.outage import Backlog
 from gateway.store.queries import ScoreQuery, StatsGroup, StatsQuery
 from gateway.store.records import CacheEntry, ScoreRecord
+from gateway.store.whatif import WhatIf, WhatIfQuery
 
 __all__ = ["Store"]
 
@@ -53,6 +54,10 @@ class Store(Protocol):
         ...
 
     async def stats(self, query: StatsQuery) -> list[StatsGroup]: ...
+
+    async def whatif(self, query: WhatIfQuery) -> WhatIf:
+        """What `query`'s thresholds would have done to its window (`gateway.store.whatif`)."""
+        ...
 
     async def prune(self, before: float, *, batch: int) -> int: ...
 

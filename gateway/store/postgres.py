@@ -44,6 +44,7 @@ from gateway.store.records import (
     record_row,
     rows_of,
 )
+from gateway.store.whatif import WhatIf, WhatIfQuery, whatif_result, whatif_sql
 from gateway.store.writer import Batch, DroppedHook, Writer
 from guard.outputs import valid_text
 
@@ -328,26 +329,26 @@ class PostgresStore:
             await asyncio.wait_for(self._woken.wait(), timeout)
         self._woken.clear()
 
-    # -- search and stats (`gateway.store.queries`) -------------------------------
+    # -- search, stats and what-if (`gateway.store.queries`, `gateway.store.whatif`) --
+
+    async def _fetch(self, *statements: tuple[str, list[object]]) -> list[list[Any]]:
+        """After a flush, each statement's rows, read through the pool of custom plans."""
+        await self.flush()
+        self._require()
+        async with _reading(self.describe()):
+            return [await self._reads.fetch(sql, *values) for sql, values in statements]
 
     async def search(self, query: ScoreQuery) -> list[ScoreRecord]:
         """Up to `query.limit + 1` records, newest first (the extra one says "more")."""
-        await self.flush()
-        self._require()
-        sql, values = search_sql(query, POSTGRES)
-        async with _reading(self.describe()):
-            rows = await self._reads.fetch(sql, *values)
+        (rows,) = await self._fetch(search_sql(query, POSTGRES))
         return [record_from_row(row) for row in rows]
 
     async def stats(self, query: StatsQuery) -> list[StatsGroup]:
-        await self.flush()
-        self._require()
-        sql, values = stats_sql(query, POSTGRES)
-        p90, p90_values = p90_sql(query, POSTGRES)
-        async with _reading(self.describe()):
-            rows = await self._reads.fetch(sql, *values)
-            ranked = {row[0]: row[1] for row in await self._reads.fetch(p90, *p90_values)}
-        return stats_rows(rows, ranked.get, group_by=query.group_by)
+        rows, ranked = await self._fetch(stats_sql(query, POSTGRES), p90_sql(query, POSTGRES))
+        return stats_rows(rows, {row[0]: row[1] for row in ranked}.get, group_by=query.group_by)
+
+    async def whatif(self, query: WhatIfQuery) -> WhatIf:
+        return whatif_result(query, *await self._fetch(*whatif_sql(query, POSTGRES)))
 
     async def ping(self) -> None:
         """Raise `StoreError` unless the database answers."""

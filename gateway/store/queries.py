@@ -7,6 +7,8 @@ the engines only run what they are handed. Every filter column is served by an
 index from migration 3: `created_at`, `(key_name, created_at)`,
 `(verdict, created_at)`, `(model, created_at)`, and `score_categories`
 `(category, created_at, run_id)`; a category filter walks that table instead.
+`mode` (taken by the what-if API only) has no index of its own: it narrows the
+rows the time range or another filter's index finds.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "STATS_COLUMNS",
     "TIME_BUCKETS",
     "CursorError",
+    "Params",
     "ScoreQuery",
     "StatsGroup",
     "StatsQuery",
@@ -36,6 +39,7 @@ __all__ = [
     "search_sql",
     "stats_rows",
     "stats_sql",
+    "stats_window",
 ]
 
 TIME_BUCKETS = {"minute": 60, "hour": 3600, "day": 86400}
@@ -62,6 +66,7 @@ class ScoreQuery:
     status: str | None = None
     model: str | None = None
     key: str | None = None
+    mode: str | None = None  # the mode the request ran in: off, monitor or enforce
     category: str | None = None
     min_score: float | None = None
     since: float | None = None  # epoch seconds, inclusive
@@ -128,7 +133,7 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     return float(created_at), run_id
 
 
-class _Params:
+class Params:
     """Collects values and names their placeholders in the engine's dialect."""
 
     def __init__(self, dialect: Dialect) -> None:
@@ -140,7 +145,7 @@ class _Params:
         return self.dialect.param(len(self.values))
 
 
-def _conditions(query: ScoreQuery, param: _Params, *, at: str) -> list[str]:
+def _conditions(query: ScoreQuery, param: Params, *, at: str) -> list[str]:
     """The WHERE terms of `query` but the category and cursor; `at` is the time column."""
     terms = []
     if query.verdict is not None:
@@ -149,6 +154,7 @@ def _conditions(query: ScoreQuery, param: _Params, *, at: str) -> list[str]:
         ("s.status", query.status),
         ("s.model", query.model),
         ("s.key_name", query.key),
+        ("s.mode", query.mode),
     ):
         if value is not None:
             terms.append(f"{column} = {param(value)}")
@@ -163,7 +169,7 @@ def _conditions(query: ScoreQuery, param: _Params, *, at: str) -> list[str]:
 
 def search_sql(query: ScoreQuery, dialect: Dialect) -> tuple[str, list[object]]:
     """One page, newest first: `limit + 1` rows, so the caller knows if there are more."""
-    param = _Params(dialect)
+    param = Params(dialect)
     columns = ", ".join(f"s.{name}" for name in COLUMNS)
     if query.category is not None:
         # Walk the category's index in time order and fetch each record by key.
@@ -204,8 +210,9 @@ def _group_expression(
     return _GROUP_COLUMNS[group_by]
 
 
-def _window(query: StatsQuery, param: _Params) -> tuple[str, list[str], str | None]:
-    """The FROM, the WHERE terms and the group expression of a stats query."""
+def stats_window(query: StatsQuery, param: Params) -> tuple[str, list[str], str | None]:
+    """The FROM, the WHERE terms and the group expression of a stats query (or of
+    `gateway.store.whatif`'s, which counts the same windows)."""
     filters = query.filters
     by_category = query.group_by == "category" or filters.category is not None
     at = "c.created_at" if by_category else "s.created_at"
@@ -221,8 +228,8 @@ def _window(query: StatsQuery, param: _Params) -> tuple[str, list[str], str | No
 
 def stats_sql(query: StatsQuery, dialect: Dialect) -> tuple[str, list[object]]:
     """Per group: the key, then `STATS_COLUMNS`, in one pass over the window."""
-    param = _Params(dialect)
-    source, terms, group = _window(query, param)
+    param = Params(dialect)
+    source, terms, group = stats_window(query, param)
     where = f" WHERE {' AND '.join(terms)}" if terms else ""
     sums = [
         *(f"SUM(CASE WHEN s.status = '{status}' THEN 1 ELSE 0 END)" for status in sorted(STATUSES)),
@@ -239,8 +246,8 @@ def stats_sql(query: StatsQuery, dialect: Dialect) -> tuple[str, list[object]]:
 def p90_sql(query: StatsQuery, dialect: Dialect) -> tuple[str, list[object]]:
     """Per group, its nearest-rank p90 score (the ceil(0.9 n)-th smallest), with
     window functions, which both engines have: one sort of the window's scores."""
-    param = _Params(dialect)
-    source, terms, group = _window(query, param)
+    param = Params(dialect)
+    source, terms, group = stats_window(query, param)
     terms.append("s.score IS NOT NULL")
     partition = f"PARTITION BY {group} " if group else ""
     # (9n + 9) / 10 in integers is ceil(0.9 n), with no ceil() needed in SQLite.

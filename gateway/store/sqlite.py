@@ -55,6 +55,7 @@ from gateway.store.records import (
 )
 from gateway.store.sqlite_file import commit_batch, connect, is_outage, open_file
 from gateway.store.threads import WriterThread
+from gateway.store.whatif import WhatIf, WhatIfQuery, whatif_result, whatif_sql
 from gateway.store.writer import Batch, DroppedHook, Writer
 
 __all__ = ["SQLiteStore"]
@@ -264,6 +265,11 @@ class SQLiteStore:
         rows = await self._scan(sql, values)
         ranked = dict(await self._scan(p90, p90_values))
         return stats_rows(rows, ranked.get, group_by=query.group_by)
+
+    async def whatif(self, query: WhatIfQuery) -> WhatIf:
+        await self.flush()
+        counts, examples = whatif_sql(query, SQLITE)
+        return whatif_result(query, await self._read(*counts), await self._read(*examples))
 
     async def pending_work(self) -> int:
         ((count,),) = await self._read(_SQL.pending)

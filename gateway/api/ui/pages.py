@@ -7,6 +7,11 @@
   score, verdict, categories, each opinion with its verdict and reason, the
   explanation, the trace id, and the prompt and completion only when content
   capture stored them.
+- `/ui/whatif`: a GET form of thresholds (flag, block) and filters; how the
+  window's scored records would have been decided with them, beside the verdicts
+  they were given, overall and by key (admin keys and open mode only), model and
+  category, with the newest of those they would flag and block
+  (`gateway.api.whatif`, the same counts as `GET /v1/bias/whatif`).
 - `/ui/login`: with keys configured nothing is shown without one. A key is
   checked like an API key and kept in an HttpOnly, SameSite=Strict cookie for
   `/ui`; every page then reads only what that key may (`gateway.api.search.Viewer`).
@@ -29,6 +34,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from gateway.api.search import Viewer, parse_score_query
+from gateway.api.whatif import parse_whatif_query
 from gateway.domain import VERDICTS
 from gateway.errors import AuthenticationFailed, GatewayError, NotFound
 from gateway.runtime.resources import Gateway
@@ -54,6 +60,7 @@ def ui_routes() -> list[Route]:
         Route("/ui", overview, methods=["GET"]),
         Route("/ui/records", records, methods=["GET"]),
         Route("/ui/records/{run_id}", record, methods=["GET"]),
+        Route("/ui/whatif", whatif, methods=["GET"]),
         Route("/ui/login", login_form, methods=["GET"]),
         Route("/ui/login", login, methods=["POST"]),
         Route("/ui/logout", logout, methods=["POST"]),
@@ -193,6 +200,36 @@ async def record(request: Request) -> Response:
     return _page("record.html", request, viewer, row=found, error=None, when=_when,
                  verdicts=list(zip(judged, verdicts, strict=True)),
                  category_scores=result.get("categoryScores") or {})  # fmt: skip
+
+
+async def whatif(request: Request) -> Response:
+    gateway = _gateway(request)  # once: a reload swaps it for later requests
+    viewer = _viewer(gateway, request)
+    if viewer is None:
+        return _to_login(request)
+    settings = gateway.settings
+    # The form starts at the thresholds the viewer's requests are decided with today.
+    policy = settings.policies[viewer.key.policy if viewer.key else settings.default_policy]
+    params = {name: value for name, value in request.query_params.items() if value != ""}
+    params.setdefault("flag", f"{policy.flag_threshold:g}")
+    params.setdefault("block", f"{policy.block_threshold:g}")
+    window = params.get("window", "24h")
+    if window not in WINDOWS:
+        window = "24h"
+    params["window"] = window
+    asked = {name: value for name, value in params.items() if name != "window"}
+    asked["since"] = str(time.time() - WINDOWS[window][0])
+    scale = settings.judge.scale
+    context: dict[str, Any] = {"params": params, "windows": list(WINDOWS), "scale": scale,
+                               "when": _when, "result": None, "error": None}  # fmt: skip
+    try:
+        query = parse_whatif_query(asked, scale=scale, viewer=viewer)
+    except GatewayError as exc:
+        return _page(
+            "whatif.html", request, viewer, status=400, **{**context, "error": exc.message}
+        )
+    result = await gateway.store.whatif(query)
+    return _page("whatif.html", request, viewer, **{**context, "result": result})
 
 
 async def login_form(request: Request) -> Response:

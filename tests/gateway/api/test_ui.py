@@ -155,6 +155,82 @@ def test_the_dashboard_in_chromium(
     assert not browser.find_elements(By.CSS_SELECTOR, "tr.record")
 
 
+@pytest.mark.slow
+def test_the_whatif_page_in_chromium(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI, chromium: Any
+) -> None:
+    """Thresholds filled in and submitted: the counts the fake judge's scores (0, 0.5 and
+    1.0) give at those thresholds, beside the verdicts given at 0.5 and 0.8."""
+    from selenium.webdriver.common.by import By
+
+    scripted(fake_openai)
+    gateway = dashboard(make_gateway)
+    made = traffic(gateway, fake_openai)
+    browser = chromium
+    text = lambda css: browser.find_element(By.CSS_SELECTOR, css).text  # noqa: E731
+
+    def settled(condition: Callable[[], bool], what: str) -> None:
+        wait_for(
+            lambda: (
+                browser.execute_script("return document.readyState") == "complete" and condition()
+            ),
+            what,
+        )
+
+    def counts(prefix: str) -> tuple[str, ...]:
+        return tuple(text(f"#{prefix}-{verdict}") for verdict in ("pass", "flag", "block"))
+
+    browser.get(f"{gateway.url}/ui/whatif")
+    assert browser.current_url.startswith(f"{gateway.url}/ui/login")
+    browser.find_element(By.ID, "key").send_keys(ADMIN)
+    browser.find_element(By.ID, "sign-in").click()
+    settled(lambda: bool(browser.find_elements(By.ID, "thresholds")), "the what-if page")
+    # It starts at today's thresholds, where nothing moves.
+    flag, block = browser.find_element(By.ID, "flag"), browser.find_element(By.ID, "block")
+    assert (flag.get_attribute("value"), block.get_attribute("value")) == ("0.5", "0.8")
+    assert counts("actual") == counts("would") == ("3", "2", "3")
+
+    # Flag at 0.3 and block at 0.5: the two mild answers (0.5) would be blocked.
+    flag.clear()
+    flag.send_keys("0.3")
+    block.clear()
+    block.send_keys("0.5")
+    browser.find_element(By.ID, "apply").click()
+    settled(lambda: "block=0.5" in browser.current_url, "the new thresholds")
+    assert text("#total-scored") == "8"
+    assert counts("actual") == ("3", "2", "3")
+    assert counts("would") == ("3", "0", "5")
+    by_key = {
+        row.get_attribute("data-key"): row.find_element(By.CSS_SELECTOR, "td.block").text
+        for row in browser.find_elements(By.CSS_SELECTOR, "#by-key tr.group")
+    }
+    assert by_key == {"team-a": "1 → 3", "ops": "2 → 2"}
+    gender = browser.find_element(By.CSS_SELECTOR, '#by-category tr.group[data-key="gender"]')
+    assert gender.find_element(By.CSS_SELECTOR, "td.block").text == "0 → 2"  # the mild ones
+    shown = [
+        row.get_attribute("data-run-id")
+        for row in browser.find_elements(By.CSS_SELECTOR, "#examples-block tr.example")
+    ]
+    assert shown == list(reversed(made["flag"] + made["block"]))
+    assert not browser.find_elements(By.CSS_SELECTOR, "#examples-flag tr.example")
+
+    # An example opens its record.
+    browser.find_element(By.CSS_SELECTOR, "#examples-block tr.example a.open").click()
+    settled(lambda: bool(browser.find_elements(By.ID, "facts")), "the record")
+    assert browser.current_url.rsplit("/", 1)[1] == shown[0]
+
+    # Thresholds out of order are refused, on the page.
+    browser.find_element(By.LINK_TEXT, "What if").click()
+    settled(lambda: bool(browser.find_elements(By.ID, "thresholds")), "the what-if page")
+    flag = browser.find_element(By.ID, "flag")
+    flag.clear()
+    flag.send_keys("0.9")
+    browser.find_element(By.ID, "apply").click()
+    settled(lambda: bool(browser.find_elements(By.ID, "whatif-error")), "the refusal")
+    assert "must not exceed" in text("#whatif-error")
+    assert not browser.find_elements(By.ID, "summary")
+
+
 def test_a_key_sees_only_its_own_records_on_every_page(
     make_gateway: MakeGateway, fake_openai: FakeOpenAI
 ) -> None:
@@ -172,6 +248,14 @@ def test_a_key_sees_only_its_own_records_on_every_page(
         assert team.get(f"/ui/records/{made['pass'][0]}").status_code == 404
         assert team.get(f"/ui/records/{made['flag'][0]}").status_code == 200
         assert team.get("/ui/records", params={"key": "ops"}).status_code == 400
+        whatif = team.get("/ui/whatif", params={"flag": "0.3", "block": "0.5"}).text
+        assert re.search(r'id="total-scored">3<', whatif)
+        assert re.search(r'id="would-block">3<', whatif)  # the two mild ones and the loud
+        assert 'id="by-key"' not in whatif
+        assert set(re.findall(r'data-run-id="([^"]+)"', whatif)) == {
+            *made["flag"], made["block"][-1]
+        }  # fmt: skip
+        assert team.get("/ui/whatif", params={"key": "ops"}).status_code == 400
 
 
 def test_pages_escape_text_and_load_nothing_from_elsewhere(
@@ -188,7 +272,8 @@ def test_pages_escape_text_and_load_nothing_from_elsewhere(
     )
     run_id = raw.headers["x-bias-run-id"]
     with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": ADMIN}) as http:
-        pages = [http.get(path) for path in ("/ui", "/ui/records", f"/ui/records/{run_id}")]
+        paths = ("/ui", "/ui/records", f"/ui/records/{run_id}", "/ui/whatif")
+        pages = [http.get(path) for path in paths]
         pages.append(http.get("/ui/login"))
     for page in pages:
         assert "<script" not in page.text
