@@ -77,9 +77,11 @@ def test_a_tiny_outage_reports_figures_that_add_up(
         process = found["processes"][name]
         assert set(process["readyz_during"]) == {"503"}, (name, process)
         assert process["readyz_200_after_s"] is not None
-        assert found["logs"][name]["store_unavailable"] >= 1
-        assert found["logs"][name]["store_back"] >= 1
+        # Balanced: a process that had nothing to write in a 2 s outage logs neither.
+        assert found["logs"][name]["store_unavailable"] == found["logs"][name]["store_back"]
     for name in ("gateway-1", "gateway-2"):
+        # A gateway writes with every request: it met the outage and saw the end of it.
+        assert found["logs"][name]["store_unavailable"] >= 1
         assert found["processes"][name]["buffer_peak"] >= 1
         assert found["processes"][name]["buffer_last"] == 0
     assert found["buffer_peak_total"] >= 2
