@@ -131,14 +131,19 @@ def openai_request(
     response_format: dict[str, Any] | None,
     temperature: float | None,
     api_key: str | None,
+    *,
+    max_tokens: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The JSON body and headers of one chat-completion call, trace context included.
 
-    `api_key`, when given, is sent as a bearer token.
+    `api_key`, when given, is sent as a bearer token; `max_tokens`, when given, bounds
+    the answer.
     """
     body: dict[str, Any] = {"model": model, "messages": list(messages)}
     if temperature is not None:
         body["temperature"] = temperature
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
     if response_format is not None:
         body["response_format"] = response_format
     headers = {"content-type": "application/json"}
@@ -173,6 +178,10 @@ def check_status(
 
 # Words an error body uses when it is the structured-output request that was refused.
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar")
+# Words of a refusal for the prompt's length (OpenAI's and llama-cpp-python's code
+# `context_length_exceeded`, vLLM's "maximum context length", llama.cpp's
+# `exceed_context_size_error`): the text is too long, whatever the format.
+_CONTEXT_WORDS = ("context_length", "context length", "context window", "context size")
 # Refusals that are never about the format: keys, a missing model, limits, time.
 _NOT_FORMAT = frozenset({401, 403, 404, 408, 409, 429})
 
@@ -180,17 +189,20 @@ _NOT_FORMAT = frozenset({401, 403, 404, 408, 409, 429})
 def refuses_format(status: int, text: str) -> bool:
     """Whether an error answer to a call with `response_format` refuses that format.
 
-    A 400 or 422 always does. Other statuses do when the body names the format:
-    servers differ in the status they refuse it with (llama.cpp's answer a 500
-    "response_format type must be one of ...", llama-cpp-python's a 500 from its
-    validation; ggml-org/llama.cpp issues 9522 and 23463), and a 500 that names
-    no format is a failure worth retrying.
+    A 400 or 422 does, unless it says the prompt is past the model's context window:
+    a weaker format would be refused the same, and remembering it would weaken every
+    later call. Other statuses do when the body names the format: servers differ in
+    the status they refuse it with (llama.cpp's answer a 500 "response_format type
+    must be one of ...", llama-cpp-python's a 500 from its validation; ggml-org/llama.cpp
+    issues 9522 and 23463), and a 500 that names no format is a failure worth retrying.
     """
     if status < 400 or status in _NOT_FORMAT:
         return False
+    body = text.lower()
+    if any(word in body for word in _CONTEXT_WORDS):
+        return False
     if status in (400, 422):
         return True
-    body = text.lower()
     return any(word in body for word in _FORMAT_WORDS)
 
 

@@ -153,6 +153,9 @@ class JudgeSettings(Model):
     api_key: OptionalSecret = None
     timeout: PositiveFloat = 30.0  # seconds per judge call
     max_retries: Annotated[int, Field(ge=0)] = 1  # for 5xx and refused connections
+    # The longest answer a judge call may get, in tokens; unset, the endpoint's own limit.
+    # A small local model held to a schema may otherwise write until its context is full.
+    max_tokens: OptionalPositiveInt = None
     scale: PositiveFloat = 1.0
     # Judge calls in flight at once, monitor and enforce together. Scoring keeps pace
     # with about max_concurrency / (round trips per score x seconds per call) req/s.

@@ -67,6 +67,7 @@ def build_judge(
             timeout=judge.timeout,
             max_retries=judge.max_retries,
             limiter=limiter,
+            max_tokens=judge.max_tokens,
         )
     else:
         built = AiohttpJudge(
@@ -77,6 +78,7 @@ def build_judge(
             timeout=judge.timeout,
             max_retries=judge.max_retries,
             limiter=limiter,
+            max_tokens=judge.max_tokens,
         )
     built.rate_limit_wait = judge.rate_limit_wait
     return built

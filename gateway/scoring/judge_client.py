@@ -41,6 +41,7 @@ class AiohttpJudge(BaseJudge):
         timeout: float,
         max_retries: int,
         limiter: JudgeLimiter | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -50,6 +51,7 @@ class AiohttpJudge(BaseJudge):
             temperature=0.0,
             backoff=0.5,
             limiter=limiter,
+            max_tokens=max_tokens,
         )
         self._upstream = upstream
         self.base_url = base_url.rstrip("/")
@@ -62,7 +64,12 @@ class AiohttpJudge(BaseJudge):
         self, messages: Sequence[Message], response_format: dict[str, Any] | None
     ) -> JudgeReply:
         body, headers = openai_request(
-            self.model, messages, response_format, self.temperature, self._api_key
+            self.model,
+            messages,
+            response_format,
+            self.temperature,
+            self._api_key,
+            max_tokens=self.max_tokens,
         )
         url = f"{self.base_url}/chat/completions"
         try:

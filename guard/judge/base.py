@@ -67,7 +67,8 @@ class BaseJudge:
 
             async def send_once(self, messages, response_format) -> JudgeReply:
                 body, headers = openai_request(
-                    self.model, messages, response_format, self.temperature, api_key=None
+                    self.model, messages, response_format, self.temperature, api_key=None,
+                    max_tokens=self.max_tokens,
                 )
                 try:
                     response = await self.client.post(self.url, body, headers)
@@ -101,11 +102,14 @@ class BaseJudge:
         backoff: float,
         limiter: JudgeLimiter | None = None,
         rate_limit_wait: float = 300.0,
+        max_tokens: int | None = None,
     ) -> None:
         if timeout <= 0:
             raise ValueError("timeout must be > 0")
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1")
         self.limiter = limiter or JudgeLimiter(backoff=backoff)
         self.rate_limit_wait = rate_limit_wait
         self._model = model
@@ -114,6 +118,9 @@ class BaseJudge:
         self.structured = structured
         self.temperature = temperature
         self.backoff = backoff
+        # The longest answer a call may get (None: the endpoint's own limit). A small
+        # model held to a schema can otherwise write until its context window is full.
+        self.max_tokens = max_tokens
 
     @property
     def model(self) -> str:

@@ -41,6 +41,7 @@ class LiteLLMJudge(BaseJudge):
         temperature: float | None = 0.0,
         backoff: float = 0.5,
         limiter: JudgeLimiter | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -50,6 +51,7 @@ class LiteLLMJudge(BaseJudge):
             temperature=temperature,
             backoff=backoff,
             limiter=limiter,
+            max_tokens=max_tokens,
         )
         self.provider = model.split("/", 1)[0]
         self._api_key = api_key
@@ -74,6 +76,8 @@ class LiteLLMJudge(BaseJudge):
         kwargs.update(timeout=self.timeout, num_retries=0, max_retries=0)
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
         if response_format is not None:
             kwargs["response_format"] = response_format
         if self._api_key:
@@ -95,7 +99,8 @@ class LiteLLMJudge(BaseJudge):
                 raise FormatRejected(str(exc)) from exc
             raise RetryableFailure(f"judge {self.model} failed: {exc}", status, None) from exc
         except litellm.BadRequestError as exc:
-            if response_format is not None:
+            too_long = isinstance(exc, litellm.ContextWindowExceededError)
+            if response_format is not None and not too_long and refuses_format(400, str(exc)):
                 raise FormatRejected(str(exc)) from exc
             raise JudgeUnavailable(f"judge {self.model} refused the call: {exc}") from exc
         except Exception as exc:  # litellm raises many provider-specific types

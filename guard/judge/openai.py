@@ -47,6 +47,7 @@ class OpenAIJudge(BaseJudge):
         backoff: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
         limiter: JudgeLimiter | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -56,6 +57,7 @@ class OpenAIJudge(BaseJudge):
             temperature=temperature,
             backoff=backoff,
             limiter=limiter,
+            max_tokens=max_tokens,
         )
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
@@ -83,7 +85,12 @@ class OpenAIJudge(BaseJudge):
         self, messages: Sequence[Message], response_format: dict[str, Any] | None
     ) -> JudgeReply:
         body, headers = openai_request(
-            self.model, messages, response_format, self.temperature, self._api_key
+            self.model,
+            messages,
+            response_format,
+            self.temperature,
+            self._api_key,
+            max_tokens=self.max_tokens,
         )
         url = f"{self.base_url}/chat/completions"
         try:

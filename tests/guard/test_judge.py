@@ -110,6 +110,19 @@ async def test_asks_for_json_schema_first(fake_openai: FakeOpenAI) -> None:
     assert fake_openai.requests[0].headers["authorization"] == "Bearer sk-judge"
 
 
+async def test_max_tokens_bounds_each_answer_only_when_set(fake_openai: FakeOpenAI) -> None:
+    await judge_for(fake_openai).complete(MESSAGES, schema=EXTRACT_SCHEMA)
+    await judge_for(fake_openai, max_tokens=300).complete(MESSAGES, schema=EXTRACT_SCHEMA)
+    litellm_judge = LiteLLMJudge(
+        "openai/judge", base_url=fake_openai.base_url, api_key="k", max_retries=0, max_tokens=200
+    )
+    await litellm_judge.complete(MESSAGES)
+    sent = [r.body.get("max_tokens") for r in fake_openai.requests]
+    assert sent == [None, 300, 200]
+    with pytest.raises(ValueError, match="max_tokens"):
+        judge_for(fake_openai, max_tokens=0)
+
+
 @pytest.mark.parametrize(
     ("refused", "expected_format", "expected_mode"),
     [
@@ -152,6 +165,35 @@ async def test_a_format_refused_with_a_500_that_names_it_is_stepped_down_at_once
     assert len(fake_openai.requests) == 2
 
 
+async def test_a_prompt_past_the_context_window_keeps_the_learned_format(
+    fake_openai: FakeOpenAI,
+) -> None:
+    # llama-cpp-python's server: a 500 for json_schema, a 400 for a prompt it cannot hold.
+    fake_openai.refuse_formats = {"json_schema"}
+    fake_openai.refuse_status = 500
+    fake_openai.context_window = 100
+    judge = judge_for(fake_openai)
+    await judge.complete(MESSAGES, schema=EXTRACT_SCHEMA)
+    too_long = [{"role": "user", "content": "word " * 100}]
+    with pytest.raises(JudgeUnavailable, match="maximum context length") as caught:
+        await judge.complete(too_long, schema=EXTRACT_SCHEMA)
+    assert caught.value.status_code == 400
+    # One call for the long text, not one per weaker format; the form that works stays.
+    assert len(fake_openai.requests) == 3
+    assert judge.structured is StructuredMode.JSON_OBJECT_SCHEMA
+
+
+async def test_litellm_judge_keeps_its_format_for_a_prompt_past_the_context_window(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.context_window = 100
+    judge = LiteLLMJudge("openai/judge", base_url=fake_openai.base_url, api_key="k", max_retries=0)
+    with pytest.raises(JudgeUnavailable, match="context"):
+        await judge.complete([{"role": "user", "content": "word " * 100}], schema=EXTRACT_SCHEMA)
+    assert len(fake_openai.requests) == 1
+    assert judge.structured is StructuredMode.JSON_SCHEMA
+
+
 async def test_a_500_that_names_no_format_is_retried_not_stepped_down(
     fake_openai: FakeOpenAI,
 ) -> None:
@@ -175,6 +217,12 @@ async def test_a_500_that_names_no_format_is_retried_not_stepped_down(
         (401, "json_schema needs a key", False),
         (429, "schema calls are rate limited", False),
         (200, "json_schema", False),
+        # A prompt past the context window, in OpenAI's and llama-cpp-python's words, in
+        # llama.cpp's own server's, and in a 500 that also names the schema.
+        (400, '{"error": {"code": "context_length_exceeded"}}', False),
+        (400, "This model's maximum context length is 4096 tokens", False),
+        (400, "request (5000 tokens) exceeds the available context size", False),
+        (500, "json_schema grammar: prompt exceeds the context window", False),
     ],
 )
 def test_which_answers_refuse_the_format(status: int, body: str, refused: bool) -> None:

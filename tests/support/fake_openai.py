@@ -132,6 +132,9 @@ class FakeOpenAI:
         # a schema beside it) or json_object; with refuse_status (llama.cpp's is a 500).
         self.refuse_formats: set[str] = set()
         self.refuse_status = 400
+        # Chat calls whose messages reach this many tokens (four characters each) are
+        # refused as llama-cpp-python's server refuses them: a 400 context_length_exceeded.
+        self.context_window: int | None = None
         self.faults: deque[Fault] = deque()
         self.requests: list[Recorded] = []
         self.sent: list[bytes] = []  # the bytes of the last stream, as sent
@@ -226,10 +229,32 @@ class FakeOpenAI:
         if refused in self.refuse_formats:
             message = f"response_format {refused} is not supported"
             return _error(self.refuse_status, message)
+        too_long = self._past_context_window(body)
+        if too_long is not None:
+            return too_long
         content = fault.content if fault and fault.content is not None else self._answer(step, body)
         if body.get("stream"):
             return self._stream(body, content, fault)
         return JSONResponse(self._completion(body, content), headers=self.response_headers)
+
+    def _past_context_window(self, body: dict[str, Any]) -> Response | None:
+        """llama-cpp-python's refusal of a prompt longer than its context, or None."""
+        asked = fake_apis.tokens(fake_apis.text_chars(body.get("messages")))
+        if self.context_window is None or asked < self.context_window:
+            return None
+        message = (
+            f"This model's maximum context length is {self.context_window} tokens. However, "
+            f"you requested {asked} tokens ({asked} in the messages, "
+            f"{body.get('max_tokens')} in the completion). "
+            "Please reduce the length of the messages or completion."
+        )
+        error = {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+        return JSONResponse({"error": error}, status_code=400)
 
     async def _scripted(
         self, step: str, fault: Fault | None, failure: dict[str, Any]

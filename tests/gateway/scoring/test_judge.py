@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from gateway.scoring.judge_client import AiohttpJudge
 from gateway.upstream.client import Upstream
 from guard import BiasScorer, JudgeTimeout, JudgeUnavailable
 from guard.bias.prompts import EXTRACT_SCHEMA
+from tests.gateway.conftest import RunningGateway
 from tests.support.fake_openai import FakeOpenAI, Fault
 
 MESSAGES = [{"role": "user", "content": 'Return {"opinions": []}'}]
@@ -43,6 +45,17 @@ async def test_scores_through_the_fake(fake_openai: FakeOpenAI, upstream: Upstre
     assert fake_openai.steps() == ["preprocess", "analyze", "reason"]
     assert fake_openai.requests[0].headers["authorization"] == "Bearer sk-judge"
     assert fake_openai.requests[0].body["response_format"]["type"] == "json_schema"
+
+
+def test_max_tokens_goes_to_every_judge_call_not_the_upstream(
+    fake_openai: FakeOpenAI, make_gateway: Callable[..., RunningGateway]
+) -> None:
+    gateway = make_gateway(judge={"max_tokens": 256, "reason": "inline"})
+    ask: Any = [{"role": "user", "content": "Describe engineers."}]
+    raw = gateway.client().chat.completions.with_raw_response.create(model="m", messages=ask)
+    assert gateway.wait_for_score(raw.headers["x-bias-run-id"])["status"] == "scored"
+    steps = {r.step: r.body.get("max_tokens") for r in fake_openai.requests}
+    assert steps == {"chat": None, "preprocess": 256, "analyze": 256, "reason": 256}
 
 
 async def test_format_fallback(fake_openai: FakeOpenAI, upstream: Upstream) -> None:
