@@ -110,7 +110,10 @@ def _relay(
         call.upstream_call.end(tap=tap, error_type=error)
         if not score:
             return
-        partial = disconnected or bool(failures) or not tap.done
+        # A client gone once the stream's last event has passed cut nothing: the sync
+        # openai SDK hangs up at `[DONE]`, before a server that ends its body a moment
+        # later (llama.cpp's) has ended it.
+        partial = bool(failures) or not tap.done
         call.state.partial = partial
         await call.settle(tap, partial=partial)
 

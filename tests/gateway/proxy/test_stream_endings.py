@@ -89,6 +89,24 @@ def test_upstream_closing_without_done(
     assert record["status"] == "scored"
 
 
+def test_a_client_hanging_up_at_done_leaves_a_whole_record(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    # llama.cpp's server ends its body a moment after `[DONE]`; the sync openai SDK hangs
+    # up as soon as `[DONE]` arrives, which the gateway sees as a disconnect.
+    done = b"data: [DONE]\n\n"
+    held_open = [delta("Engineers "), delta("are kind."), done, b""]
+    fake_openai.fail(Fault(step="chat", raw_chunks=held_open, raw_delay=0.3))
+    gateway = make_gateway()
+    raw = gateway.client().chat.completions.with_raw_response.create(
+        model="m", messages=MESSAGES, stream=True
+    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in raw.parse())
+    assert text == "Engineers are kind."
+    record = final_record(gateway, raw.headers["x-bias-run-id"])
+    assert (record["status"], record["partial"]) == ("scored", False)
+
+
 @pytest.mark.parametrize("mode", STREAMING_MODES)
 def test_upstream_stall_ends_in_a_timeout_frame(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway, mode: str
