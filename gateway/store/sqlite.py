@@ -221,7 +221,7 @@ class SQLiteStore:
         """The record for `run_id` after a flush, or None if there is none."""
         await self.flush()
         held = self._writer.held(run_id)
-        if held is not None:  # the file could not be written (disk full): still held
+        if held is not None:  # the file cannot be written (disk full): still held
             return held
         rows = await self._read(_SQL.select, (run_id,))
         return record_from_row(rows[0]) if rows else None

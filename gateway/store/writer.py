@@ -185,8 +185,14 @@ class Writer:
             self._dropped(dropped, 1)
 
     def held(self, run_id: str) -> ScoreRecord | None:
-        """The newest record of `run_id` submitted and not yet stored, if any."""
+        """The newest record of `run_id` held while the store is away, if any.
+
+        Only while it is away: otherwise a record submitted after a lookup's flush is
+        on its way to the database, where the upsert merges it with the stored row
+        (`attempts` only grows), so the stored row is the truer answer until then."""
         with self._lock:
+            if not self.outage.down:
+                return None
             for item in reversed((*self._batch, *self._items)):
                 if isinstance(item, ScoreRecord) and item.run_id == run_id:
                     return item

@@ -116,6 +116,27 @@ async def test_a_flush_does_not_wait_for_the_database_to_come_back() -> None:
     await writer.stop()
 
 
+async def test_a_record_on_its_way_to_a_live_database_is_not_answered_from_the_buffer() -> None:
+    """The stored row is merged with what comes (`attempts` only grows), so a lookup
+    must not answer the bare submitted record while the database is there to ask."""
+    db = Database()
+    gate = asyncio.Event()
+    commit = db.commit
+
+    async def slow_commit(batch: Batch) -> None:
+        await gate.wait()
+        await commit(batch)
+
+    db.commit = slow_commit  # type: ignore[method-assign]
+    writer, _ = await started(db)
+    writer.put(record("r1", "scored"))
+    assert writer.held("r1") is None
+    gate.set()
+    await writer.flush()
+    assert db.rows["r1"].status == "scored"
+    await writer.stop()
+
+
 async def test_a_flush_queued_before_the_outage_is_released_by_it() -> None:
     db = Database()
     writer, _ = await started(db)
