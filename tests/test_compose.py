@@ -111,8 +111,11 @@ def test_every_service_has_an_image_and_ours_build_from_the_dockerfile() -> None
             assert context == ROOT
             assert (context / build["dockerfile"]).is_file()
             assert service["image"] == "bias-gateway:local"
+            assert service["tmpfs"] == ["/data"]  # not an anonymous volume per container
         else:
             assert "build" not in service, name  # an upstream image, as published
+            # with its registry: podman refuses short names without a search list
+            assert "." in service["image"].partition("/")[0], name
 
 
 def test_published_ports_are_distinct_loopback_ones_on_what_listens() -> None:
