@@ -4,7 +4,8 @@ collector, and the settings the gateways get from its environment with no key se
 
 The file's `${VAR:-default}` values are resolved here as compose does, with nothing set
 (the keyless demo); podman-compose (a dev dependency) then reads the file itself in its
-dry-run mode, which needs no podman, and `docker compose config` too where it exists.
+dry-run mode, which needs no podman, and `docker compose config` (or docker-compose
+1.29's) too where one is installed.
 """
 
 from __future__ import annotations
@@ -257,14 +258,23 @@ def test_podman_compose_reads_the_file_as_this_test_does() -> None:
     _agrees(_engine_config(argv))
 
 
-def test_docker_compose_reads_the_file_as_this_test_does() -> None:
+def _docker_compose() -> list[str] | None:
+    """`docker compose` (v2), else `docker-compose` (Debian 12 has 1.29), else None."""
     docker = shutil.which("docker")
     if (
-        docker is None
-        or subprocess.run([docker, "compose", "version"], capture_output=True).returncode
+        docker
+        and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0
     ):
-        pytest.skip("no `docker compose` here (podman-compose read the file above)")
-    _agrees(_engine_config([docker, "compose", "-f", str(COMPOSE), "config"]))
+        return [docker, "compose"]
+    legacy = shutil.which("docker-compose")
+    return [legacy] if legacy else None
+
+
+def test_docker_compose_reads_the_file_as_this_test_does() -> None:
+    command = _docker_compose()
+    if command is None:
+        pytest.skip("no `docker compose` or docker-compose here (podman-compose read the file)")
+    _agrees(_engine_config([*command, "-p", "bias-gateway", "-f", str(COMPOSE), "config"]))
 
 
 def test_the_smoke_test_expects_what_the_demo_promises_on_the_published_ports() -> None:

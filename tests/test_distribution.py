@@ -75,13 +75,16 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
 
 
 def package_files() -> set[str]:
-    """Every file of the two packages in the checkout, as the wheel names them."""
-    return {
-        path.relative_to(ROOT).as_posix()
-        for package in PACKAGES
-        for path in (ROOT / package).rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts
-    }
+    """Every file of the two packages in the checkout that git does not ignore (as hatch
+    picks them), as the wheel names them."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", *PACKAGES],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout.splitlines()
+    return {name for name in listed if (ROOT / name).is_file()}
 
 
 def wheel_files(wheel: Path) -> set[str]:
