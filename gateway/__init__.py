@@ -4,6 +4,9 @@
 >>> app = create_app(load_settings("config/gateway.yaml"))  # doctest: +SKIP
 """
 
+# One version for the distribution: guard's (pyproject.toml reads it from there).
+from guard import __version__ as __version__
+
 try:
     from gateway.config import ConfigError, Settings, load_settings, settings_from_env
     from gateway.observability.traces import Telemetry
@@ -21,5 +24,3 @@ __all__ = [
     "load_settings",
     "settings_from_env",
 ]
-
-__version__ = "0.1.0"

@@ -71,4 +71,5 @@ __all__ = [
     "run_evals",
 ]
 
+# The distribution's one version: pyproject.toml (hatch) and gateway read it from here.
 __version__ = "0.1.0"

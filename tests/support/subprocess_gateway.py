@@ -1,10 +1,12 @@
-"""Run `bias-gateway serve` as a real subprocess, for signal and startup tests."""
+"""Run `bias-gateway serve`, `scorer` or `demo` as a real subprocess, for signal, startup
+and install tests."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -12,7 +14,7 @@ import httpx
 from tests.support.servers import free_port
 from tests.support.waiting import wait_for
 
-__all__ = ["free_port", "gateway_command", "start_gateway", "start_scorer"]
+__all__ = ["free_port", "gateway_command", "start_demo", "start_gateway", "start_scorer"]
 
 
 def gateway_command() -> list[str]:
@@ -77,3 +79,43 @@ def _start(
         process.kill()
         raise
     return process, url
+
+
+def start_demo(
+    command: list[str], cwd: Path, env: dict[str, str], *extra: str
+) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """Start `demo` on a free port as a user would (`command`: what runs `bias-gateway`);
+    return the process, its URL and the lines it printed, once it has printed what to
+    try and answers."""
+    port = free_port()
+    process = subprocess.Popen(
+        [*command, "demo", "--port", str(port), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=cwd,
+    )
+    assert process.stdout is not None
+    printed: list[str] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not any("Stop with Ctrl-C" in line for line in printed):
+            assert time.monotonic() < deadline, "".join(printed)
+            line = process.stdout.readline()
+            assert line or process.poll() is None, "".join(printed)
+            printed.append(line)
+        url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: _answers(f"{url}/readyz"), "the demo to answer")
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process, url, printed
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False

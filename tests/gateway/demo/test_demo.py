@@ -11,7 +11,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,8 @@ from gateway.demo.server import ANSWERS, answer_for, demo_app, judge_answer
 from gateway.server.app import create_app
 from guard.bias.categories import DEFAULT_CATEGORIES, Category, category_ids
 from guard.bias.prompts import BiasPrompts
-from tests.support.servers import ServerThread, free_port
+from tests.support.servers import ServerThread
+from tests.support.subprocess_gateway import gateway_command, start_demo
 from tests.support.waiting import wait_for
 
 # -- the rules ------------------------------------------------------------------------
@@ -320,41 +320,8 @@ def test_the_sdk_line_runs_the_interpreter_that_has_openai() -> None:
 
 
 def _start_demo(cwd: Path, *extra: str) -> tuple[subprocess.Popen[str], str, list[str]]:
-    """Start `bias-gateway demo` on a free port as a user would; return the process, its
-    URL and what it printed, once it has printed what to try and answers."""
-    port = free_port()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "demo", "--port", str(port), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        cwd=cwd,
-    )
-    assert process.stdout is not None
-    printed: list[str] = []
-    try:
-        deadline = time.monotonic() + 30
-        while not any("Stop with Ctrl-C" in line for line in printed):
-            assert time.monotonic() < deadline, "".join(printed)
-            line = process.stdout.readline()
-            assert line or process.poll() is None, "".join(printed)
-            printed.append(line)
-        url = f"http://127.0.0.1:{port}"
-        wait_for(lambda: _answers(f"{url}/readyz"), "the demo to answer")
-    except BaseException:
-        process.kill()
-        process.wait()
-        raise
-    return process, url, printed
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.TransportError:
-        return False
+    return start_demo(gateway_command(), cwd, env, *extra)
 
 
 def _printed_store(printed: list[str]) -> Path:

@@ -1,5 +1,5 @@
-"""The Grafana dashboard in deploy/grafana: its panels, and that every metric its
-queries name is one the gateway's `/metrics` really serves.
+"""The Grafana dashboard in gateway/observability/grafana (it ships in the wheel): its
+panels, and that every metric its queries name is one the gateway's `/metrics` really serves.
 
 No Grafana or Prometheus server runs here: the queries are checked by reading
 them, and the metric names they use against a scrape of a real gateway.
@@ -21,7 +21,13 @@ from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
 
 MakeGateway = Callable[..., RunningGateway]
-DASHBOARD = Path(__file__).resolve().parents[3] / "deploy" / "grafana" / "bias-gateway.json"
+DASHBOARD = (
+    Path(__file__).resolve().parents[3]
+    / "gateway"
+    / "observability"
+    / "grafana"
+    / "bias-gateway.json"
+)
 REQUEST: dict[str, Any] = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}
 
 PANELS = {
