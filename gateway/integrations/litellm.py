@@ -55,12 +55,17 @@ class BiasGuardrail(CustomGuardrail):
         gateway_config: str | None = None,
         bias_policy: str | None = None,
         bias_mode: Mode | None = None,
+        streaming_buffer_until_moderated: bool = True,
         **kwargs: Any,
     ) -> None:
         """`gateway_config`: the gateway's YAML file (unset: the environment variables);
         `bias_policy`: a policy's name in it (unset: its default policy); `bias_mode`
         overrides the policy's mode (`monitor` or `enforce`)."""
         super().__init__(**kwargs)
+        # A stream is judged once, whole, before any of it is sent (the gateway's
+        # `stream_policy: buffer`); LiteLLM's default would run the whole judge every
+        # fifth chunk and send what came before a block.
+        self.streaming_buffer_until_moderated = streaming_buffer_until_moderated
         self.settings: Settings = (
             load_settings(gateway_config) if gateway_config else settings_from_env()
         )
