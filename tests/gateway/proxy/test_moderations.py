@@ -10,6 +10,7 @@ import pytest
 from tests.gateway.conftest import policy
 from tests.gateway.proxy.conftest import BIASED, NEUTRAL
 from tests.support.fake_openai import JUDGE_MODEL, Fault
+from tests.support.waiting import wait_for
 
 KEYS = {
     "keys": [
@@ -178,3 +179,24 @@ def test_a_judge_failure_follows_on_judge_error(make_gateway, judged) -> None:
     with pytest.raises(openai.InternalServerError) as raised:
         block.client().moderations.create(input=NEUTRAL)
     assert raised.value.status_code == 503
+
+
+def test_spans_events_and_metrics_as_for_an_answer(make_gateway, judged, otel_capture) -> None:
+    otel_capture.spans.clear()
+    otel_capture.logs.clear()
+    gateway = make_gateway(otel=otel_capture.telemetry)
+    result = gateway.client().moderations.create(input=BIASED, model="omni-moderation-latest")
+    run_id = bias_of(result.results[0])["run_id"]
+
+    wait_for(lambda: otel_capture.named("POST /v1/moderations"), "the server span")
+    server = otel_capture.one("POST /v1/moderations")
+    evaluation = otel_capture.one("evaluation bias")
+    assert evaluation.parent is not None
+    assert evaluation.parent.span_id == server.context.span_id
+    assert dict(evaluation.attributes or {})["bias.run_id"] == run_id
+    # The event goes out with the final record, once the deferred explanation is in.
+    events = wait_for(otel_capture.events, "the evaluation event")
+    assert [event.attributes["gen_ai.evaluation.score.label"] for event in events] == ["block"]
+    with gateway.http() as http:
+        metrics = http.get("/metrics").text
+    assert 'bias_verdicts_total{model="omni-moderation-latest",verdict="block"} 1.0' in metrics
