@@ -21,7 +21,7 @@ import httpx
 from tests.support.servers import free_port
 from tests.support.waiting import wait_for
 
-__all__ = ["LiteLLMProxy", "start_litellm"]
+__all__ = ["STARTUP_SECONDS", "LiteLLMProxy", "start_litellm"]
 
 # The proxy imports most of its package at startup: tens of seconds on a busy machine.
 STARTUP_SECONDS = 180

@@ -12,21 +12,27 @@ picks its guardrails per request (`guardrails` in the body), as LiteLLM allows.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
+import yaml
+from fastapi import HTTPException
 
+from gateway.integrations.litellm import BiasGuardrail
 from gateway.server.app import create_app
 from tests.gateway.conftest import settings_for
 from tests.gateway.proxy.conftest import BIASED, NEUTRAL, judged
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
-from tests.support.litellm_proxy import LiteLLMProxy, start_litellm
+from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from tests.support.litellm_proxy import STARTUP_SECONDS, LiteLLMProxy, start_litellm
 from tests.support.servers import ServerThread
 from tests.support.waiting import wait_for
 
 __all__ = ["judged"]  # the fixture, imported for its name
 
-pytestmark = pytest.mark.slow
+# The proxy's start, which the first test waits for, takes a minute on a busy machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(STARTUP_SECONDS + 60)]
 
 GATEWAY_KEY = "sk-litellm"  # LiteLLM's key at the gateway
 
@@ -290,3 +296,71 @@ def test_the_guardrail_holds_a_stream_until_it_is_judged(
 
     judged.reply = NEUTRAL
     assert stream_text(proxy, "bias-enforce") == (NEUTRAL, None)
+
+
+# -- BiasGuardrail's own decisions, called in this process ------------------------
+
+
+@pytest.fixture
+def make_guardrail(judged: FakeOpenAI, tmp_path: Path):
+    """A BiasGuardrail on a gateway config of its own; `policy` fields override the default's."""
+
+    def make(**policy: Any) -> BiasGuardrail:
+        config = tmp_path / "gateway.yaml"
+        config.write_text(BIAS_CONFIG.format(judge=JUDGE_MODEL, upstream=judged.base_url))
+        if policy:
+            data = yaml.safe_load(config.read_text())
+            data["policies"]["default"].update(policy)
+            config.write_text(yaml.safe_dump(data))
+        return BiasGuardrail(
+            guardrail_name="bias", event_hook="post_call", gateway_config=str(config)
+        )
+
+    return make
+
+
+async def test_a_judge_failure_passes_unless_the_policy_blocks_it(judged, make_guardrail) -> None:
+    judged.fail(Fault(step="preprocess", status=500), Fault(step="preprocess", status=500))
+    request: dict[str, Any] = {}
+    inputs = {"texts": [BIASED]}
+    assert await make_guardrail().apply_guardrail(inputs, request, "response") == inputs
+    assert request["metadata"]["bias"]["status"] == "error"
+    assert request["metadata"]["bias"]["error_type"] == "JudgeUnavailable"
+
+    with pytest.raises(HTTPException) as raised:
+        await make_guardrail(on_judge_error="block").apply_guardrail(inputs, {}, "response")
+    assert raised.value.status_code == 503
+
+
+async def test_the_request_side_judges_the_last_user_message(judged, make_guardrail) -> None:
+    guardrail = make_guardrail(mode="monitor")
+    messages = [
+        {"role": "user", "content": BIASED},
+        {"role": "assistant", "content": NEUTRAL},
+        {"role": "user", "content": [{"type": "text", "text": NEUTRAL}]},
+    ]
+    request: dict[str, Any] = {"metadata": {"user": "u1"}}
+    await guardrail.apply_guardrail({"structured_messages": messages}, request, "request")
+
+    assert request["metadata"]["bias"]["verdict"] == "pass"
+    assert request["metadata"]["user"] == "u1"
+    headers = await guardrail.async_post_call_response_headers_hook(request, None, None)
+    assert headers is not None
+    assert headers["x-bias-verdict"] == "pass"
+    assert headers["x-bias-categories"] == ""
+
+
+async def test_nothing_to_judge_costs_no_judge_call(judged, make_guardrail) -> None:
+    guardrail = make_guardrail()
+    request: dict[str, Any] = {}
+    await guardrail.apply_guardrail({"texts": ["  "]}, request, "response")
+
+    assert judged.judge_calls() == 0
+    assert await guardrail.async_post_call_response_headers_hook(request, None, None) is None
+
+
+def test_an_unknown_policy_is_refused_at_startup(judged, tmp_path: Path) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text(BIAS_CONFIG.format(judge=JUDGE_MODEL, upstream=judged.base_url))
+    with pytest.raises(ValueError, match="no policy 'strict'"):
+        BiasGuardrail(guardrail_name="bias", gateway_config=str(config), bias_policy="strict")
