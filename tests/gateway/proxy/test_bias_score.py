@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gateway.proxy.conftest import BIASED, NEUTRAL
+from tests.gateway.conftest import BIASED, NEUTRAL
 from tests.guard.test_scorer import MASTRA_FIELDS
 from tests.support.fake_openai import Fault
 

@@ -7,8 +7,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.gateway.conftest import policy
-from tests.gateway.proxy.conftest import BIASED, NEUTRAL
+from tests.gateway.conftest import BIASED, NEUTRAL, policy
 from tests.support.fake_openai import JUDGE_MODEL, Fault
 from tests.support.waiting import wait_for
 
