@@ -199,3 +199,12 @@ def test_spans_events_and_metrics_as_for_an_answer(make_gateway, judged, otel_ca
     with gateway.http() as http:
         metrics = http.get("/metrics").text
     assert 'bias_verdicts_total{model="omni-moderation-latest",verdict="block"} 1.0' in metrics
+
+
+def test_a_keys_request_limit_counts_moderations(make_gateway, judged) -> None:
+    gateway = make_gateway(keys=[{"key": "sk-a", "name": "a", "requests_per_minute": 1}])
+    client = gateway.client("sk-a")
+    client.moderations.create(input=NEUTRAL)
+
+    with pytest.raises(openai.RateLimitError):
+        client.moderations.create(input=NEUTRAL)
