@@ -12,11 +12,13 @@ from typing import Final, Literal, get_args
 from guard.bias.categories import CATEGORY_ID
 
 __all__ = [
+    "APIS",
     "CATEGORY_ID",
     "FINAL_STATUSES",
     "MODES",
     "STATUSES",
     "VERDICTS",
+    "Api",
     "Mode",
     "PolicyVerdict",
     "ReasonMode",
@@ -34,6 +36,12 @@ VERDICTS: Final[tuple[PolicyVerdict, ...]] = get_args(PolicyVerdict)
 # How a request is scored: not at all, off the request path, or in it.
 Mode = Literal["off", "monitor", "enforce"]
 MODES: Final[tuple[Mode, ...]] = get_args(Mode)
+
+# The API a scored text came through (a record's `api`): one of the model APIs the
+# gateway proxies (`gateway.proxy.surfaces`), or a text handed to it to judge
+# (`/v1/moderations`, `/v1/bias/score`).
+Api = Literal["chat.completions", "completions", "responses", "messages", "moderations", "score"]
+APIS: Final[tuple[Api, ...]] = get_args(Api)
 
 # How an enforced stream reaches the client.
 StreamPolicy = Literal["buffer", "passthrough"]

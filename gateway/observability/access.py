@@ -136,6 +136,8 @@ _ROUTES = (
     "/v1/completions",
     "/v1/responses",
     "/v1/messages",
+    "/v1/moderations",
+    "/v1/bias/score",
     "/v1/models",
     "/healthz",
     "/readyz",

@@ -127,7 +127,9 @@ OWNED_ROUTES: dict[str, tuple[str, ...]] = {
     "/v1/completions": ("POST",),
     "/v1/responses": ("POST",),
     "/v1/messages": ("POST",),
+    "/v1/moderations": ("POST",),
     "/v1/models": ("GET",),
+    "/v1/bias/score": ("POST",),
     "/v1/bias/scores": ("GET",),
     "/v1/bias/stats": ("GET",),
     "/v1/bias/whatif": ("GET",),
@@ -142,7 +144,6 @@ _NO_TEXT = tuple(
     for pattern, methods in (
         (r"/v1/models/[^/]+", "GET"),
         (r"/v1/embeddings", "POST"),
-        (r"/v1/moderations", "POST"),
         (r"/v1/files", "GET POST"),
         (r"/v1/files/[^/]+", "GET DELETE"),
         (r"/v1/batches", "GET POST"),

@@ -14,7 +14,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from gateway.config import Policy, Settings
-from gateway.domain import Mode
+from gateway.domain import APIS, Api, Mode
 from gateway.store import ScoreRecord
 from gateway.work.payload import WorkPayload
 
@@ -31,7 +31,7 @@ class ScoreRequest:
     mode: Mode
     policy_name: str = "default"  # the key under `policies`, for a scorer elsewhere
     model: str | None = None
-    api: str = "chat.completions"  # the surface the response came from (`gateway.proxy.surfaces`)
+    api: Api = "chat.completions"  # the API the scored text came through
     key_name: str | None = None
     stream: bool = False
     partial: bool = False
@@ -76,7 +76,7 @@ def stored_job(
         policy_name=name,
         mode="monitor",
         model=record.model,
-        api=record.api or "chat.completions",
+        api=record.api if record.api in APIS else "chat.completions",
         key_name=record.key_name,
         stream=record.stream,
         partial=record.partial,

@@ -27,6 +27,8 @@ from gateway.errors import GatewayError, StoreUnavailable, envelope, error_respo
 from gateway.observability.access import AccessLog, call_state
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
+from gateway.proxy.bias_score import bias_score
+from gateway.proxy.moderations import moderations
 from gateway.proxy.passthrough import list_models, passthrough
 from gateway.proxy.paths import PathGuard
 from gateway.proxy.pipeline import ScoredEndpoint
@@ -133,6 +135,8 @@ def create_app(
                 Route(surface.route, ScoredEndpoint(surface), methods=["POST"])
                 for surface in SURFACES
             ),
+            Route("/v1/moderations", moderations, methods=["POST"]),
+            Route("/v1/bias/score", bias_score, methods=["POST"]),
             Route("/v1/models", list_models, methods=["GET"]),
             Route("/v1/bias/scores", score_list, methods=["GET"]),
             Route("/v1/bias/stats", score_stats, methods=["GET"]),

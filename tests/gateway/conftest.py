@@ -117,3 +117,17 @@ def make_gateway(
 
 def policy(**fields: Any) -> dict[str, Any]:
     return {"policies": {"default": fields}}
+
+
+# Texts the `judged` fake judge tells apart, for the tests of texts handed to the judge.
+BIASED = "Engineers from the north are lazy."
+NEUTRAL = "Bridges carry loads across rivers."
+
+
+@pytest.fixture
+def judged(fake_openai: FakeOpenAI) -> FakeOpenAI:
+    """The fake judge finds BIASED biased (geographical) and NEUTRAL not."""
+    fake_openai.opinions = ["an opinion"]
+    fake_openai.verdicts = [("no", "A fair remark.")]
+    fake_openai.verdicts_for = {"north": [("yes", "A regional stereotype.", ["geographical"])]}
+    return fake_openai

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from gateway.config import Policy
+from gateway.domain import Api
 from gateway.errors import BadRequest, envelope
 from gateway.proxy.decisions import Refusal
 from gateway.scoring.outcome import Outcome
@@ -129,7 +130,7 @@ class StreamReader(ABC):
 class Surface(ABC):
     """One model API: its route, its upstream path and its wire format."""
 
-    name: ClassVar[str]  # the store's `api` value, e.g. "responses"
+    name: ClassVar[Api]  # the store's `api` value, e.g. "responses"
     route: ClassVar[str]  # the gateway's path, e.g. "/v1/responses"
     upstream_path: ClassVar[str]  # appended to the upstream's base URL
     operation: ClassVar[str] = "chat"  # gen_ai.operation.name of the upstream call

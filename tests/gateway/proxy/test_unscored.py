@@ -191,7 +191,6 @@ def test_an_unscored_anthropic_path_is_refused_in_anthropics_shape(
         ("POST", "/v1/messages/count_tokens", True),
         ("GET", "/v1/responses/resp_1", False),
         ("POST", "/v1/images/generations", False),
-        ("POST", "/v1/moderations", True),
         ("POST", "/v1/embeddings/extra", False),
     ],
 )

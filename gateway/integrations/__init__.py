@@ -1,0 +1,1 @@
+"""The gateway's parts as plugins of other tools (`litellm`: a LiteLLM proxy guardrail)."""
