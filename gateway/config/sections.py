@@ -256,6 +256,9 @@ class KeySettings(Model):
     # This key's own limits; unset, `limits` (for every key) applies.
     requests_per_minute: OptionalPositiveFloat = None
     concurrent_requests: OptionalPositiveInt = None
+    # This key's share of the judge while other keys wait for it too, relative to
+    # theirs: a key of weight 2 is served twice as often as a key of weight 1.
+    weight: PositiveFloat = 1.0
 
 
 class LimitSettings(Model):
@@ -303,6 +306,10 @@ class QueueSettings(Model):
     # Seconds a monitored request waits for a place in a full queue before its
     # response is skipped as overloaded; 0 skips at once. See gateway.scoring.
     full_wait: Annotated[float, Field(ge=0)] = 0.0
+    # Seconds of judge work the queue may hold before overload is shed: then each key's
+    # monitored responses are scored at a rate that keeps the wait near this, picked
+    # evenly, and the rest skipped `overload_sampled` (see gateway.scoring.shedding).
+    target_wait: PositiveFloat = 5.0
     # Who scores monitored responses: this process (`in_process`), or only
     # `bias-gateway scorer` processes (`external`: the gateway enqueues and is done).
     scorer: Literal["in_process", "external"] = "in_process"
