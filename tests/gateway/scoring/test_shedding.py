@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
 
+from gateway.scoring.policy import Sampler
 from gateway.scoring.shedding import LogThrottle, Shedder, water_fill
+from tests.gateway.conftest import RunningGateway
+from tests.gateway.scoring.test_queue import send
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.waiting import eventually
+
+MakeGateway = Callable[..., RunningGateway]
 
 STEP = 0.01  # seconds per simulated tick
 
@@ -167,3 +176,88 @@ def test_log_throttle_counts_what_it_held_back() -> None:
     assert throttle.ready() == 0
     assert throttle.ready() is None
     assert throttle.ready() is None
+
+
+# -- through a gateway, against the fake judge ---------------------------------------
+
+
+async def test_an_overloaded_gateway_scores_an_even_share_and_says_so(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    fake_openai.judge_delay = 0.05
+    fake_openai.unique_replies = True
+    fake_openai.verdicts = [("no", "Neutral.")]
+    gateway = make_gateway(
+        keys=[{"key": "sk-flood", "name": "flood", "admin": True}],
+        judge={"max_concurrency": 1, "reason": "off", "pipeline": "single", "cache_size": 0},
+        queue={"size": 200, "target_wait": 0.1},
+    )
+    shedder = gateway.state.scoring.shedder
+    clock = Clock()
+    shedder.clock, shedder._since = clock, clock.now  # the shedder's seconds, on our clock
+    # A burst the judge cannot keep up with: all queued (no second has passed yet) ...
+    scoring = gateway.state.scoring
+    burst = [run_id for run_id, _ in await send(gateway, "sk-flood", 40)]
+    await eventually(lambda: scoring.queue.depth >= 10)
+    # ... a second on, the shedder starts counting a backlog (it has seen the queue
+    # empty before the burst) ...
+    clock.now += 1.0
+    burst += [run_id for run_id, _ in await send(gateway, "sk-flood", 1)]
+    await eventually(lambda: 0 < scoring.queue.depth <= 30)
+    # ... and a second later, a backlog all along, it knows the judge's pace: it sheds.
+    clock.now += 1.0
+    later = [(await send(gateway, "sk-flood", 1))[0][0] for _ in range(30)]
+    rate = shedder.rate("flood")
+    assert rate < 1
+    records = [
+        await asyncio.to_thread(gateway.wait_for_score, run_id, api_key="sk-flood", timeout=30)
+        for run_id in later
+    ]
+    taken = [record["status"] == "scored" for record in records]
+    # The sampler's picks: the fraction carried forward, the same for every run of this.
+    sampler = Sampler(rate)
+    assert taken == [sampler.take() for _ in later]
+    for record in records:
+        assert record["sample_rate"] == round(rate, 4)
+        if record["status"] != "scored":
+            assert record["status"] == "skipped"
+            assert record["status_reason"] == "overload_sampled"
+    for run_id in burst:  # what came before shedding began is scored in full
+        record = await asyncio.to_thread(gateway.wait_for_score, run_id, api_key="sk-flood")
+        assert record["status"] == "scored"
+        assert record["sample_rate"] is None
+    with gateway.http("sk-flood") as http:
+        stats = http.get("/v1/bias/stats", params={"group_by": "key"}).json()
+        http.cookies.set("bias_ui_key", "sk-flood")  # the dashboard's sign-in
+        page = http.get("/ui", params={"window": "1h"}).text
+        scrape = http.get("/metrics").text
+    shed = taken.count(False)
+    assert shed >= 1
+    (group,) = stats["groups"]
+    assert group["key"] == "flood"
+    assert group["score"]["sampled"] is True
+    assert stats["total"]["score"]["sampled"] is True
+    assert group["sampling"]["overload_sampled"] == shed
+    assert group["sampling"]["scored_share"] == round((71 - shed) / 71, 4)
+    assert "mean score (sampled)" in page
+    assert 'id="scored-share-by-key"' in page
+    assert f'bias_overload_decisions_total{{decision="overload_sampled",key="flood"}} {shed}.0' in (
+        scrape
+    )
+    assert f'bias_overload_sample_rate{{key="flood"}} {rate}' in scrape
+
+
+async def test_a_gateway_within_its_judges_pace_sheds_nothing(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    fake_openai.unique_replies = True
+    gateway = make_gateway(judge={"reason": "off"})
+    sent = await send(gateway, "sk-client", 10)
+    for run_id, _ in sent:
+        record = await asyncio.to_thread(gateway.wait_for_score, run_id)
+        assert record["status"] == "scored"
+        assert record["sample_rate"] is None
+    with gateway.http() as http:
+        stats = http.get("/v1/bias/stats").json()
+    assert stats["total"]["score"]["sampled"] is False
+    assert stats["total"]["sampling"] == {"scored_share": 1.0, "overload_sampled": 0}
