@@ -194,6 +194,12 @@ class Metrics:
             ["key", "decision"],
             registry=registry,
         )
+        self.judge_batches = Counter(
+            "bias_judge_batches_total",
+            "Judge calls for a batch of monitored answers, by outcome (ok, retried_alone).",
+            ["outcome"],
+            registry=registry,
+        )
         self.skipped = Counter(
             "bias_skipped_total", "Responses not scored, by reason.", ["reason"], registry=registry
         )

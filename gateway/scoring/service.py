@@ -34,6 +34,7 @@ from gateway.config import Settings
 from gateway.domain import ReasonMode, SkipReason
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
+from gateway.scoring.batching import BatchPlan
 from gateway.scoring.cache import ScoreCache
 from gateway.scoring.fairness import key_of
 from gateway.scoring.judging import Judging
@@ -83,7 +84,11 @@ class Scoring:
         self.telemetry = telemetry
         self.metrics = metrics
         self.judging = Judging(
-            scorer, cache=cache, capture_content=capture_content, metrics=metrics
+            scorer,
+            cache=cache,
+            capture_content=capture_content,
+            metrics=metrics,
+            batch=BatchPlan.of(judge),
         )
         self.recorder = Recorder(
             store,
@@ -129,7 +134,7 @@ class Scoring:
         self.reason_for = judge.reason_for
         self.weights = {key.name: key.weight for key in settings.all_keys()}
         if scorer is not self.judging.scorer:
-            self.judging = self.judging.with_scorer(scorer)
+            self.judging = self.judging.with_scorer(scorer, batch=BatchPlan.of(judge))
         self.recorder.scale = scorer.scale
 
     def weight(self, key: str) -> float:
