@@ -17,7 +17,10 @@ interval showed:
 - demand: each key's responses a second (smoothed);
 - the allowance: capacity, plus what brings the queue towards `target_wait`
   seconds of work (at most half the queue) within `_HORIZON` seconds, so a
-  backlog above that shrinks and one below it is let grow;
+  backlog above that shrinks and one below it is let grow; that correction is
+  at most `_CORRECTION` of the capacity either way, so a backlog left by a stall
+  is worked off over several seconds instead of by shedding nearly everything
+  at once, which would score the traffic of those seconds far less than the rest;
 - the allowance is shared out by weight (`keys[].weight`), max-min fair: a key
   asking less than its share is scored in full, and what it leaves goes to the
   others. A key's rate is its allowance over its demand, at most 1.
@@ -36,6 +39,7 @@ from gateway.scoring.policy import Sampler
 __all__ = ["LogThrottle", "Shedder", "water_fill"]
 
 _HORIZON = 5.0  # seconds over which the backlog is brought to its target
+_CORRECTION = 0.25  # the most the backlog moves the allowance, as a share of capacity
 _SMOOTHING = 0.3  # weight of the newest interval in the smoothed capacity and demand
 _MIN_RATE = 0.01  # a key under overload still has some of its traffic scored
 _IDLE = 0.01  # responses a second below which a key is forgotten
@@ -143,7 +147,9 @@ class Shedder:
         if self.capacity is None:
             return
         target = min(self.size / 2, self.capacity * self.target_wait)
-        allowance = self.capacity + (target - depth) / _HORIZON
+        correction = (target - depth) / _HORIZON
+        bound = _CORRECTION * self.capacity
+        allowance = self.capacity + min(bound, max(-bound, correction))
         shares = water_fill(allowance, demands, self.weight)
         for key, demand in demands.items():
             rate = 1.0 if demand <= 0 else shares.get(key, 0.0) / demand
