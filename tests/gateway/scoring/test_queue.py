@@ -6,6 +6,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from gateway.config import Policy
+from gateway.observability.metrics import Metrics
+from gateway.scoring.queue import MonitorQueue
+from gateway.scoring.request import ScoreRequest
 from tests.gateway.conftest import RunningGateway
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.waiting import eventually
@@ -88,3 +92,25 @@ async def test_a_weighted_key_is_served_as_often_as_its_weight_says(
     # Weight 3 against 1: three of the small key's turns to each of the flood's.
     assert order[arrived : arrived + 5].count("small") >= 3
     assert order[arrived : arrived + 6].count("small") == 4
+
+
+async def test_work_claimed_from_the_store_takes_turns_by_key_too() -> None:
+    """What `accept` queues (claimed work, `gateway.work.claims`) waits in its key's line."""
+    judged: list[str] = []
+    release = asyncio.Event()
+
+    async def runner(request: ScoreRequest, texts: list[str]) -> None:
+        await release.wait()  # the first job holds the one slot until all are queued
+        judged.append(request.key_name or "")
+
+    queue = MonitorQueue(runner, size=20, concurrency=1, full_wait=0.0, metrics=Metrics())
+    queue.start()
+    claimed = [("flood", n) for n in range(6)] + [("small", n) for n in range(3)]
+    for key, n in claimed:
+        job = ScoreRequest(run_id=f"{key}-{n}", policy=Policy(), mode="monitor", key_name=key)
+        assert await queue.accept(job, ["text"])
+    release.set()
+    await eventually(lambda: len(judged) == len(claimed))
+    # All nine were queued before the first pick: the keys alternate while both wait.
+    assert judged == ["flood", "small"] * 3 + ["flood"] * 3
+    await queue.stop()
