@@ -70,6 +70,19 @@ class Batcher:
             self._timer = asyncio.get_running_loop().call_later(self.plan.linger, self._send)
         return await future
 
+    async def close(self) -> None:
+        """Stop at shutdown: the open batch and the batches at the judge are given up
+        (their jobs were stopped first and left their work pending in the store)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for _, _, future in self._open:
+            future.cancel()
+        self._open = []
+        for task in self._sending:
+            task.cancel()
+        await asyncio.gather(*self._sending, return_exceptions=True)
+
     def _send(self) -> None:
         if self._timer is not None:
             self._timer.cancel()

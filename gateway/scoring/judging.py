@@ -64,6 +64,10 @@ class Judging:
             batch=batch,
         )
 
+    async def close(self) -> None:
+        if self.batcher is not None:
+            await self.batcher.close()
+
     async def verdicts(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Judge every text (choice); the worst score decides. Never raises."""
         started = time.perf_counter()

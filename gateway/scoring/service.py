@@ -369,6 +369,7 @@ class Scoring:
                 task.cancel()
                 self._drop(request, "shutdown")
         await self.queue.stop()
+        await self.judging.close()
         await self._release_leases()
         if self.dropped:
             log.warning("scoring jobs dropped at shutdown", dropped=self.dropped)

@@ -7,9 +7,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from gateway.config import JudgeSettings
+from gateway.observability.metrics import Metrics
+from gateway.scoring.batching import Batcher, BatchPlan
+from guard import create_bias_scorer
 from tests.gateway.conftest import RunningGateway, policy
 from tests.guard.test_batch import TEXTS, script
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]
 ANSWERS = [*TEXTS, "The train leaves at nine."]
@@ -107,3 +114,26 @@ async def test_enforce_never_waits_for_a_batch(
         )
     assert raw.headers["x-bias-status"] == "scored"
     assert [step for step in fake_openai.steps() if step != "chat"] == ["assess"]
+
+
+async def test_closing_gives_up_the_open_batch_without_a_judge_call(
+    fake_openai: FakeOpenAI,
+) -> None:
+    scorer = create_bias_scorer(
+        "judge", base_url=fake_openai.base_url, max_retries=0, pipeline="single", reason="off"
+    )
+    batcher = Batcher(scorer, BatchPlan(size=8, linger=30.0, max_chars=2000), metrics=Metrics())
+    waiting = asyncio.ensure_future(batcher.run(ANSWERS[0], "r1"))
+    await eventually(lambda: len(batcher._open) == 1)
+    await batcher.close()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert fake_openai.judge_calls() == 0
+    await scorer.judge.aclose()
+
+
+def test_a_batch_plan_needs_more_than_one_answer_and_the_single_pipeline() -> None:
+    assert BatchPlan.of(JudgeSettings()) is None
+    assert BatchPlan.of(JudgeSettings(pipeline="single", batch_size=1)) is None
+    plan = BatchPlan.of(JudgeSettings(pipeline="single", batch_size=8, batch_linger=0.02))
+    assert plan == BatchPlan(size=8, linger=0.02, max_chars=2000)
