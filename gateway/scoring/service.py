@@ -46,6 +46,7 @@ from gateway.scoring.recording import Recorder
 from gateway.scoring.request import ScoreRequest, as_judged, job_from, stored_job, work_for
 from gateway.scoring.shedding import LogThrottle, Shedder
 from gateway.store import ScoreRecord, Store
+from gateway.work.claims import give_back
 from gateway.work.payload import WorkError, worker_id
 from guard import BiasScorer, limits
 
@@ -267,8 +268,9 @@ class Scoring:
         return self.skip(request, "overloaded")
 
     def submit(self, request: ScoreRequest, texts: list[str]) -> Outcome:
-        """Queue a monitor-mode job, stored as pending work; a full queue records `skipped`
-        (overloaded). With an external scorer the store is the queue: never full."""
+        """Queue a monitor-mode job, stored as pending work, unless overload sheds it
+        (`overload_sampled`) or the queue is full (`overloaded`). With an external
+        scorer the store is the queue: never full, nothing shed."""
         request, texts = as_judged(request, texts, self.max_text_chars)
         outcome = Outcome(request.run_id, "pending")
         work = work_for(request, texts)
@@ -370,26 +372,9 @@ class Scoring:
                 self._drop(request, "shutdown")
         await self.queue.stop()
         await self.judging.close()
-        await self._release_leases()
+        await give_back(self.recorder.store, self.worker, left_pending=self.left_pending)
         if self.dropped:
             log.warning("scoring jobs dropped at shutdown", dropped=self.dropped)
-
-    async def _release_leases(self) -> None:
-        """Unfinished monitor work stays pending in the store; its leases go back, so
-        the next start (or another process) scores it without waiting for them to lapse."""
-        store = self.recorder.store
-        try:
-            await store.flush()  # a pending write still queued must land before its release
-            released = await store.release(self.worker)
-        except Exception:  # the leases then lapse on their own: lateness, not loss
-            log.exception("could not give back the leases of unfinished scorings")
-            return
-        if self.left_pending or released:
-            log.warning(
-                "scorings left pending at shutdown; they are scored after a restart",
-                left_pending=self.left_pending,
-                leases_released=released,
-            )
 
     def _drop(self, request: ScoreRequest, reason: str) -> None:
         self.queue.release(request)
