@@ -323,7 +323,7 @@ class QueueSettings(Model):
     # Seconds of judge work the queue may hold before overload is shed: then each key's
     # monitored responses are scored at a rate that keeps the wait near this, picked
     # evenly, and the rest skipped `overload_sampled` (see gateway.scoring.shedding).
-    target_wait: PositiveFloat = 5.0
+    target_wait: PositiveFloat = 2.0
     # Who scores monitored responses: this process (`in_process`), or only
     # `bias-gateway scorer` processes (`external`: the gateway enqueues and is done).
     scorer: Literal["in_process", "external"] = "in_process"

@@ -39,7 +39,7 @@ from gateway.scoring.policy import Sampler
 __all__ = ["LogThrottle", "Shedder", "water_fill"]
 
 _HORIZON = 5.0  # seconds over which the backlog is brought to its target
-_CORRECTION = 0.25  # the most the backlog moves the allowance, as a share of capacity
+_CORRECTION = 0.1  # the most the backlog moves the allowance, as a share of capacity
 _SMOOTHING = 0.3  # weight of the newest interval in the smoothed capacity and demand
 _MIN_RATE = 0.01  # a key under overload still has some of its traffic scored
 _IDLE = 0.01  # responses a second below which a key is forgotten
