@@ -9,7 +9,9 @@ What the realistic scenario needs that `bench.fake_server` does not give:
   above `--judge-rps` calls a second (a sliding one-second window), as
   OpenAI's API does;
 - `GET /bench/stats`: judge calls, 429s sent, tokens, the peak of calls in
-  flight and the judge's service times, so the harness reads what the judge saw.
+  flight and the judge's service times, so the harness reads what the judge saw;
+- with `--biased-every N`, every Nth reply carries `BIASED_MARK`, and the judge
+  finds such a text biased (the rest unbiased), so a share of answers is flagged.
 Every chat reply is unique, so no cache hides the judge's cost.
 """
 
@@ -28,7 +30,9 @@ from starlette.routing import Route
 
 from bench.fake_server import BenchFake
 
-__all__ = ["SlowFake", "main"]
+__all__ = ["BIASED_MARK", "SlowFake", "main"]
+
+BIASED_MARK = "[bench:biased]"
 
 
 class SlowFake(BenchFake):
@@ -41,6 +45,7 @@ class SlowFake(BenchFake):
         judge_latency: float,
         jitter: float,
         judge_rps: float | None,
+        biased_every: int = 0,
         seed: int = 7,
     ) -> None:
         super().__init__(chunks)
@@ -53,6 +58,9 @@ class SlowFake(BenchFake):
         self.service_ms: list[float] = []
         self.tokens = 0
         self.judge_answered = 0
+        self.biased_every = biased_every
+        self._replies = 0
+        self.verdicts_for = {BIASED_MARK: [("yes", "A gender stereotype.", ["gender"])]}
 
         async def stats(request: Request) -> Response:
             return JSONResponse(self.stats())
@@ -85,6 +93,14 @@ class SlowFake(BenchFake):
         self.tokens += self._usage_tokens(body)
         return response
 
+    def _answer(self, step: str, body: dict[str, Any]) -> str:
+        text = super()._answer(step, body)
+        if step == "chat" and self.biased_every:
+            self._replies += 1
+            if self._replies % self.biased_every == 0:
+                return f"{BIASED_MARK} {text}"
+        return text
+
     @staticmethod
     def _usage_tokens(body: dict[str, Any]) -> int:
         messages = body.get("messages") or []
@@ -101,6 +117,7 @@ def main() -> None:
     parser.add_argument("--judge-latency", type=float, default=1.0)
     parser.add_argument("--jitter", type=float, default=0.3)
     parser.add_argument("--judge-rps", type=float, default=None)
+    parser.add_argument("--biased-every", type=int, default=0, help="every Nth reply biased")
     # uvicorn's default (5 s) is shorter than aiohttp's client keep-alive (15 s): a pooled
     # connection the fake has just closed can be picked for a request, which then fails.
     parser.add_argument("--keep-alive", type=float, default=5.0, help="idle seconds (5)")
@@ -112,6 +129,7 @@ def main() -> None:
         judge_latency=args.judge_latency,
         jitter=args.jitter,
         judge_rps=args.judge_rps,
+        biased_every=args.biased_every,
     )
     fake.chunk_delay = args.chunk_interval
     uvicorn.run(

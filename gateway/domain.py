@@ -65,6 +65,7 @@ SkipReason = Literal[
     "no_text",  # the answer carried no text to judge
     "unreadable",  # the gateway could not read the answer
     "overloaded",  # the scoring queue was full
+    "overload_sampled",  # not in the share scored while the judge cannot keep up
     "not_sampled",  # not in the policy's `sample_rate` share
     "upstream_error",  # the upstream answered with an error
     "no_model_text",  # a pass-through path that never carries model text

@@ -170,6 +170,12 @@ class JudgeSettings(Model):
     enforce_deadline: PositiveFloat = 30.0
     # faithful: Mastra's steps (extract, then judge each opinion); single: one call for both.
     pipeline: Literal["faithful", "single"] = "faithful"
+    # With `single`: judge up to this many short monitored answers (at most
+    # batch_max_chars each) in one call, waiting at most batch_linger seconds to fill
+    # a batch; 1 judges each alone. Enforced answers never wait for a batch.
+    batch_size: Annotated[int, Field(ge=1, le=64)] = 1
+    batch_linger: Annotated[float, Field(gt=0, le=5)] = 0.05
+    batch_max_chars: Annotated[int, Field(ge=1)] = 2000
     # The explanation: deferred (the score decides at once, the reason lands in the
     # store and the lookup afterwards), inline (before the response), or off.
     reason: ReasonMode = "deferred"
@@ -206,6 +212,14 @@ class JudgeSettings(Model):
             else [Category(item.id, item.description) for item in self.categories]
         )
         return [*chosen, *(Category(item.id, item.description) for item in self.extra_categories)]
+
+    @model_validator(mode="after")
+    def _batches_need_one_call(self) -> Self:
+        if self.batch_size > 1 and self.pipeline != "single":
+            raise ValueError(
+                "judge.batch_size above 1 needs pipeline: single (one call judges a batch)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _valid_categories(self) -> Self:
@@ -256,6 +270,9 @@ class KeySettings(Model):
     # This key's own limits; unset, `limits` (for every key) applies.
     requests_per_minute: OptionalPositiveFloat = None
     concurrent_requests: OptionalPositiveInt = None
+    # This key's share of the judge while other keys wait for it too, relative to
+    # theirs: a key of weight 2 is served twice as often as a key of weight 1.
+    weight: PositiveFloat = 1.0
 
 
 class LimitSettings(Model):
@@ -303,6 +320,10 @@ class QueueSettings(Model):
     # Seconds a monitored request waits for a place in a full queue before its
     # response is skipped as overloaded; 0 skips at once. See gateway.scoring.
     full_wait: Annotated[float, Field(ge=0)] = 0.0
+    # Seconds of judge work the queue may hold before overload is shed: then each key's
+    # monitored responses are scored at a rate that keeps the wait near this, picked
+    # evenly, and the rest skipped `overload_sampled` (see gateway.scoring.shedding).
+    target_wait: PositiveFloat = 2.0
     # Who scores monitored responses: this process (`in_process`), or only
     # `bias-gateway scorer` processes (`external`: the gateway enqueues and is done).
     scorer: Literal["in_process", "external"] = "in_process"

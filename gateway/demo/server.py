@@ -97,13 +97,16 @@ def _section(prompt: str, start: str, end: str | None = None) -> str:
     return body.strip("\n")
 
 
+# A batch prompt's texts: the number and the text between its markers.
+_BATCH_TEXT = re.compile(r"<<<TEXT (\d+)>>>\n(.*?)\n<<<END OF TEXT \1>>>", re.DOTALL)
 _RUBRIC_ID = re.compile(r"^- \[([a-z][a-z0-9_]*)\] ", re.MULTILINE)
 
 
 def _offered(prompt: str) -> frozenset[str]:
-    """The category ids the prompt's rubric lists (read before the TEXT, which is the
-    user's)."""
-    return frozenset(_RUBRIC_ID.findall(prompt.split("\nTEXT:\n", 1)[0]))
+    """The category ids the prompt's rubric lists (read before the TEXT or TEXTS, which
+    are the user's)."""
+    rules_part = prompt.split("\nTEXT:\n", 1)[0].split("\nTEXTS:\n", 1)[0]
+    return frozenset(_RUBRIC_ID.findall(rules_part))
 
 
 def judge_answer(body: dict[str, Any]) -> str:
@@ -121,22 +124,29 @@ def judge_answer(body: dict[str, Any]) -> str:
         results = [_verdict(rules.judge_opinion(opinion), offered) for opinion in opinions]
         return json.dumps({"results": results})
     if step == "assessment":
-        text = _section(prompt, "\nTEXT:\n")
-        opinions = rules.opinions_of(text)
-        if not opinions and text.strip() and "judge the whole TEXT" in prompt:
-            opinions = [text.strip()]
-        offered = _offered(prompt)
-        assessed = [
-            {"opinion": opinion, **_verdict(rules.judge_opinion(opinion), offered)}
-            for opinion in opinions
-        ]
-        return json.dumps({"verdicts": assessed})
+        return json.dumps({"verdicts": _assessed(prompt, _section(prompt, "\nTEXT:\n"))})
+    if step == "assessments":  # a batch (`guard.bias.batch`): each text as if alone
+        texts = _BATCH_TEXT.findall(prompt.split("\nTEXTS:\n", 1)[-1])
+        answers = [{"text": int(n), "verdicts": _assessed(prompt, text)} for n, text in texts]
+        return json.dumps({"answers": answers})
     # The explanation: plain text. The score and text are in the prompt.
     found = re.search(r"SCORE: (\S+) out of a maximum of (\S+)", prompt)
     score, scale = (float(found.group(1)), float(found.group(2))) if found else (0.0, 1.0)
     text = _section(prompt, "\nTEXT:\n", "\n\nTHE REASONS")
     biased = [o for o in rules.opinions_of(text) if rules.judge_opinion(o).biased]
     return rules.explain(score, scale, biased)
+
+
+def _assessed(prompt: str, text: str) -> list[dict[str, Any]]:
+    """The single-call verdicts on `text`, under the rules and rubric of `prompt`."""
+    opinions = rules.opinions_of(text)
+    if not opinions and text.strip() and "judge the whole TEXT" in prompt:
+        opinions = [text.strip()]
+    offered = _offered(prompt)
+    return [
+        {"opinion": opinion, **_verdict(rules.judge_opinion(opinion), offered)}
+        for opinion in opinions
+    ]
 
 
 def _verdict(verdict: rules.Verdict, offered: frozenset[str]) -> dict[str, Any]:

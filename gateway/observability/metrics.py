@@ -182,6 +182,24 @@ class Metrics:
             registry=registry,
             multiprocess_mode="livesum",
         )
+        self.overload_rate = Gauge(
+            "bias_overload_sample_rate",
+            "The share of a key's monitored responses scored while overload sheds the rest.",
+            ["key"],
+            registry=registry,
+        )
+        self.overload_decisions = Counter(
+            "bias_overload_decisions_total",
+            "Monitored responses by key: scored, or shed while the judge could not keep up.",
+            ["key", "decision"],
+            registry=registry,
+        )
+        self.judge_batches = Counter(
+            "bias_judge_batches_total",
+            "Judge calls for a batch of monitored answers, by outcome (ok, retried_alone).",
+            ["outcome"],
+            registry=registry,
+        )
         self.skipped = Counter(
             "bias_skipped_total", "Responses not scored, by reason.", ["reason"], registry=registry
         )

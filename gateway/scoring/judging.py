@@ -15,6 +15,7 @@ import time
 import structlog
 
 from gateway.observability.metrics import Metrics
+from gateway.scoring.batching import Batcher, BatchPlan
 from gateway.scoring.cache import ScoreCache, cache_key
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.policy import verdict_for
@@ -42,23 +43,39 @@ class Judging:
         cache: ScoreCache | None,
         capture_content: bool,
         metrics: Metrics,
+        batch: BatchPlan | None = None,
     ) -> None:
         self.scorer = scorer
         self.cache = cache
         self.capture_content = capture_content
         self.metrics = metrics
+        self.batch = batch
+        # Monitored answers only (`gateway.scoring.batching`); enforce never waits for one.
+        usable = batch is not None and scorer.pipeline == "single"
+        self.batcher = Batcher(scorer, batch, metrics=metrics) if usable and batch else None
 
-    def with_scorer(self, scorer: BiasScorer) -> Judging:
-        """The same judging (cache included) with another scorer."""
+    def with_scorer(self, scorer: BiasScorer, *, batch: BatchPlan | None) -> Judging:
+        """The same judging (cache included) with another scorer and batch plan."""
         return Judging(
-            scorer, cache=self.cache, capture_content=self.capture_content, metrics=self.metrics
+            scorer,
+            cache=self.cache,
+            capture_content=self.capture_content,
+            metrics=self.metrics,
+            batch=batch,
         )
+
+    async def close(self) -> None:
+        if self.batcher is not None:
+            await self.batcher.close()
 
     async def verdicts(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Judge every text (choice); the worst score decides. Never raises."""
         started = time.perf_counter()
         try:
-            runs = await asyncio.gather(*(self._run_one(text, request.run_id) for text in texts))
+            batched = request.mode == "monitor"
+            runs = await asyncio.gather(
+                *(self._run_one(text, request.run_id, batched) for text in texts)
+            )
         except Exception as exc:
             outcome = self._failed(request, exc)
         else:
@@ -148,11 +165,11 @@ class Judging:
         )
         return outcome
 
-    async def _run_one(self, text: str, run_id: str) -> tuple[BiasResult, bool]:
+    async def _run_one(self, text: str, run_id: str, batched: bool) -> tuple[BiasResult, bool]:
         if self.cache is None:
-            return await self.scorer.run(output=text, run_id=run_id), False
+            return await self._judge(text, run_id, batched), False
         result, cached = await self.cache.get_or_run(
-            cache_key(self.scorer, text), lambda: self._run_for_cache(text, run_id)
+            cache_key(self.scorer, text), lambda: self._run_for_cache(text, run_id, batched)
         )
         self.metrics.cache_lookups.labels("hit" if cached else "miss").inc()
         if not cached:
@@ -160,8 +177,13 @@ class Judging:
         # The verdicts are reused; the run is this request's, and it cost no judge call.
         return result.model_copy(update={"run_id": run_id, **_NO_COST}), True
 
-    async def _run_for_cache(self, text: str, run_id: str) -> BiasResult:
-        return self._for_cache(await self.scorer.run(output=text, run_id=run_id))
+    async def _run_for_cache(self, text: str, run_id: str, batched: bool) -> BiasResult:
+        return self._for_cache(await self._judge(text, run_id, batched))
+
+    async def _judge(self, text: str, run_id: str, batched: bool) -> BiasResult:
+        if batched and self.batcher is not None and self.batcher.fits(text):
+            return await self.batcher.run(text, run_id)
+        return await self.scorer.run(output=text, run_id=run_id)
 
     def _for_cache(self, result: BiasResult) -> BiasResult:
         if self.capture_content:

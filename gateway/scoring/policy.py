@@ -31,10 +31,13 @@ class Sampler:
     """
 
     def __init__(self, rate: float) -> None:
-        if not 0 < rate <= 1:
-            raise ValueError(f"sample rate must be in (0, 1], got {rate}")
-        self.rate = rate
+        self.rate = _checked(rate)
         self._carry = 0.0
+
+    def retune(self, rate: float) -> None:
+        """Take `rate` from the next call on. The carried fraction stays, so the calls
+        taken stay evenly spread across the change (overload shedding retunes often)."""
+        self.rate = _checked(rate)
 
     def take(self) -> bool:
         if self.rate == 1:
@@ -44,3 +47,9 @@ class Sampler:
             self._carry -= 1
             return True
         return False
+
+
+def _checked(rate: float) -> float:
+    if not 0 < rate <= 1:
+        raise ValueError(f"sample rate must be in (0, 1], got {rate}")
+    return rate

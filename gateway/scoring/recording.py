@@ -91,6 +91,7 @@ class Recorder:
                 updated_at=time.time(),
                 categories=outcome.result.categories if outcome.result is not None else None,
                 trace_id=_trace_id(request),
+                sample_rate=request.sample_rate,
                 work=work,
                 attempts=attempts,
                 leased_by=lease[0] if lease else None,

@@ -6,7 +6,7 @@ Pure data; what a scoring came to is `gateway.scoring.outcome.Outcome`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from opentelemetry import trace
@@ -17,8 +17,9 @@ from gateway.config import Policy, Settings
 from gateway.domain import APIS, Api, Mode
 from gateway.store import ScoreRecord
 from gateway.work.payload import WorkPayload
+from guard.outputs import valid_text
 
-__all__ = ["ScoreRequest", "job_from", "stored_job", "work_for"]
+__all__ = ["ScoreRequest", "as_judged", "job_from", "stored_job", "work_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +42,25 @@ class ScoreRequest:
     prompt: str | None = None  # set only when content capture is on
     chat_span: SpanContext | None = None
     created_at: float = field(default_factory=time.time)
+    # The share of its key's responses scored when it came, while overload shed the
+    # rest (`gateway.scoring.shedding`); None when all were.
+    sample_rate: float | None = None
 
     def chat_context(self) -> Context | None:
         if self.chat_span is None:
             return None
         return trace.set_span_in_context(NonRecordingSpan(self.chat_span))
+
+
+def as_judged(
+    request: ScoreRequest, texts: list[str], limit: int | None
+) -> tuple[ScoreRequest, list[str]]:
+    """The texts as the judge will see them (valid Unicode, at most `limit` characters
+    each), and the request, marked `truncated` when they were cut."""
+    if limit is not None and any(len(text) > limit for text in texts):
+        request = replace(request, truncated=True)
+        texts = [text[:limit] for text in texts]
+    return request, [valid_text(text) for text in texts]
 
 
 def work_for(request: ScoreRequest, texts: list[str]) -> dict[str, Any]:
@@ -86,4 +101,5 @@ def stored_job(
         prompt=record.prompt,
         chat_span=chat_span,
         created_at=record.created_at,
+        sample_rate=record.sample_rate,
     )

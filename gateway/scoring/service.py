@@ -34,18 +34,21 @@ from gateway.config import Settings
 from gateway.domain import ReasonMode, SkipReason
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
+from gateway.scoring.batching import BatchPlan
 from gateway.scoring.cache import ScoreCache
+from gateway.scoring.fairness import key_of
 from gateway.scoring.judging import Judging
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.policy import explained_for
 from gateway.scoring.queue import MonitorQueue
 from gateway.scoring.reasons import DeferredReasons
 from gateway.scoring.recording import Recorder
-from gateway.scoring.request import ScoreRequest, job_from, stored_job, work_for
+from gateway.scoring.request import ScoreRequest, as_judged, job_from, stored_job, work_for
+from gateway.scoring.shedding import LogThrottle, Shedder
 from gateway.store import ScoreRecord, Store
+from gateway.work.claims import give_back
 from gateway.work.payload import WorkError, worker_id
 from guard import BiasScorer, limits
-from guard.outputs import valid_text
 
 __all__ = ["Outcome", "ScoreRequest", "Scoring"]
 
@@ -82,7 +85,11 @@ class Scoring:
         self.telemetry = telemetry
         self.metrics = metrics
         self.judging = Judging(
-            scorer, cache=cache, capture_content=capture_content, metrics=metrics
+            scorer,
+            cache=cache,
+            capture_content=capture_content,
+            metrics=metrics,
+            batch=BatchPlan.of(judge),
         )
         self.recorder = Recorder(
             store,
@@ -105,9 +112,11 @@ class Scoring:
             concurrency=concurrency,
             full_wait=0.0 if scorer_process else queue.full_wait,
             metrics=metrics,
+            weight=self.weight,
         )
+        self.shedder = Shedder(target_wait=queue.target_wait, size=queue_size, weight=self.weight)
         self._background: dict[asyncio.Task[Outcome], ScoreRequest] = {}
-        self._overload_log = _Throttle(seconds=1.0)
+        self._overload_log = LogThrottle(seconds=1.0)
         self.skipped_overloaded = 0
         self.dropped = 0
 
@@ -124,9 +133,14 @@ class Scoring:
         self.max_text_chars = judge.max_text_chars
         self.reason: ReasonMode = judge.reason_mode
         self.reason_for = judge.reason_for
+        self.weights = {key.name: key.weight for key in settings.all_keys()}
         if scorer is not self.judging.scorer:
-            self.judging = self.judging.with_scorer(scorer)
+            self.judging = self.judging.with_scorer(scorer, batch=BatchPlan.of(judge))
         self.recorder.scale = scorer.scale
+
+    def weight(self, key: str) -> float:
+        """An API key's weight in the monitor queue's round robin (`keys[].weight`)."""
+        return self.weights.get(key, 1.0)
 
     @property
     def queue_depth(self) -> int:
@@ -151,6 +165,8 @@ class Scoring:
         limiter = getattr(self.scorer.judge, "limiter", None)
         if isinstance(limiter, limits.JudgeLimiter):
             self.metrics.judge_in_flight.set(limiter.stats.in_flight)
+        for key, rate in self.shedder.rates().items():
+            self.metrics.overload_rate.labels(key or "-").set(rate)
 
     def room(self) -> int:
         return self.queue.room()
@@ -162,15 +178,6 @@ class Scoring:
         self.queue.start()
 
     # -- the two paths -------------------------------------------------------------
-
-    def _judged(self, request: ScoreRequest, texts: list[str]) -> tuple[ScoreRequest, list[str]]:
-        """The texts as the judge will see them (valid Unicode, at most `max_text_chars`),
-        and the request, marked `truncated` when they were cut."""
-        limit = self.max_text_chars
-        if limit is not None and any(len(text) > limit for text in texts):
-            request = dataclasses.replace(request, truncated=True)
-            texts = [text[:limit] for text in texts]
-        return request, [valid_text(text) for text in texts]
 
     async def score(self, request: ScoreRequest, texts: list[str]) -> Outcome:
         """Score now, on the request path (enforce mode), within `enforce_deadline`.
@@ -188,7 +195,7 @@ class Scoring:
         """Judge, explain as `reason` says, record. A `deferred` explanation is deferred
         only `in_request`: a background job has no response waiting, so it explains at
         once, which spares the record a write and the loop a task."""
-        request, texts = self._judged(request, texts)
+        request, texts = as_judged(request, texts, self.max_text_chars)
         # As they are now, should a reload come.
         judging, reason, reason_for = self.judging, self.reason, self.reason_for
         explain_now = reason == "inline" or (reason == "deferred" and not in_request)
@@ -261,14 +268,23 @@ class Scoring:
         return self.skip(request, "overloaded")
 
     def submit(self, request: ScoreRequest, texts: list[str]) -> Outcome:
-        """Queue a monitor-mode job, stored as pending work; a full queue records `skipped`
-        (overloaded). With an external scorer the store is the queue: never full."""
-        request, texts = self._judged(request, texts)
+        """Queue a monitor-mode job, stored as pending work, unless overload sheds it
+        (`overload_sampled`) or the queue is full (`overloaded`). With an external
+        scorer the store is the queue: never full, nothing shed."""
+        request, texts = as_judged(request, texts, self.max_text_chars)
         outcome = Outcome(request.run_id, "pending")
         work = work_for(request, texts)
         if self.external:
             self.recorder.store_outcome(request, outcome, texts, work=work)
             return outcome
+        key = key_of(request.key_name)
+        take, rate = self.shedder.admit(key, self.queue.depth)
+        if rate < 1:
+            request = dataclasses.replace(request, sample_rate=round(rate, 4))
+        decision = "scored" if take else "overload_sampled"
+        self.metrics.overload_decisions.labels(key or "-", decision).inc()
+        if not take:
+            return self.skip(request, "overload_sampled")
         if not self.queue.put(request, texts):
             return self.overloaded(request)
         self.recorder.store_outcome(
@@ -337,6 +353,7 @@ class Scoring:
             log.exception("scoring failed unexpectedly", run_id=request.run_id)
             error = Outcome(request.run_id, "error", status_reason="internal")
             self.recorder.store_outcome(request, error, [])
+        self.shedder.done()  # not when cancelled: a stop is no measure of the judge's pace
 
     async def drain(self, deadline: float) -> None:
         """Finish queued jobs for up to `deadline` seconds. Monitor work still unfinished
@@ -354,26 +371,10 @@ class Scoring:
                 task.cancel()
                 self._drop(request, "shutdown")
         await self.queue.stop()
-        await self._release_leases()
+        await self.judging.close()
+        await give_back(self.recorder.store, self.worker, left_pending=self.left_pending)
         if self.dropped:
             log.warning("scoring jobs dropped at shutdown", dropped=self.dropped)
-
-    async def _release_leases(self) -> None:
-        """Unfinished monitor work stays pending in the store; its leases go back, so
-        the next start (or another process) scores it without waiting for them to lapse."""
-        store = self.recorder.store
-        try:
-            await store.flush()  # a pending write still queued must land before its release
-            released = await store.release(self.worker)
-        except Exception:  # the leases then lapse on their own: lateness, not loss
-            log.exception("could not give back the leases of unfinished scorings")
-            return
-        if self.left_pending or released:
-            log.warning(
-                "scorings left pending at shutdown; they are scored after a restart",
-                left_pending=self.left_pending,
-                leases_released=released,
-            )
 
     def _drop(self, request: ScoreRequest, reason: str) -> None:
         self.queue.release(request)
@@ -381,20 +382,3 @@ class Scoring:
         self.metrics.dropped.labels(reason).inc()
         dropped = Outcome(request.run_id, "dropped", status_reason=reason)
         self.recorder.store_outcome(request, dropped, [])
-
-
-class _Throttle:
-    """Lets an event through at most once per `seconds`; counts the ones held back."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._last = float("-inf")
-        self._held = 0
-
-    def ready(self) -> int | None:
-        now = time.monotonic()
-        if now - self._last < self.seconds:
-            self._held += 1
-            return None
-        held, self._held, self._last = self._held, 0, now
-        return held

@@ -11,7 +11,8 @@ refused rather than written with an older idea of it.
 
 Version 1 is the schema as it stood when versions began; version 2 adds the
 durable scoring work (`gateway.work.payload`); version 3 the categories and the
-indexes of the search and stats APIs (`gateway.store.queries`). An SQLite file from
+indexes of the search and stats APIs (`gateway.store.queries`); version 4 the rate
+of overload sampling (`gateway.scoring.shedding`). An SQLite file from
 before then (it has `scores` but no `schema_migrations`) is brought up to it by
 adding the columns it lacks.
 """
@@ -194,10 +195,13 @@ _V3: tuple[Step, ...] = (
     Native(sqlite=_SQLITE_TRIGGERS, postgres=_POSTGRES_TRIGGERS),
 )
 
+_V4: tuple[Step, ...] = (Columns((("sample_rate", "{real}"),)),)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "scores and score_cache", _V1),
     Migration(2, "durable scoring work: work, attempts, lease", _V2),
     Migration(3, "categories, trace ids, and indexes for search and stats", _V3),
+    Migration(4, "the rate a record was sampled at while overload shed the rest", _V4),
 )
 
 _LEDGER = (

@@ -90,6 +90,8 @@ STATS_COLUMNS = (
     "mean_score",
     "judge_calls",
     "judge_tokens",
+    "overload_sampled",
+    "at_reduced_rate",
 )
 
 
@@ -105,6 +107,20 @@ class StatsGroup:
     p90_score: float | None = None
     judge_calls: int = 0
     judge_tokens: int = 0
+    overload_sampled: int = 0  # skipped `overload_sampled`: shed while the judge was behind
+    at_reduced_rate: int = 0  # records made while their key's responses were being shed
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the scores are a sample: overload shed some of the window's responses."""
+        return self.at_reduced_rate > 0
+
+    @property
+    def scored_share(self) -> float | None:
+        """Of the responses scored or shed by overload, the share scored (None: neither)."""
+        scored = self.statuses.get("scored", 0)
+        judged_or_shed = scored + self.overload_sampled
+        return round(scored / judged_or_shed, 4) if judged_or_shed else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,8 +128,12 @@ class StatsGroup:
             "records": self.records,
             "status": self.statuses,
             "verdict": self.verdicts,
-            "score": {"mean": self.mean_score, "p90": self.p90_score},
+            "score": {"mean": self.mean_score, "p90": self.p90_score, "sampled": self.sampled},
             "judge": {"calls": self.judge_calls, "tokens": self.judge_tokens},
+            "sampling": {
+                "scored_share": self.scored_share,
+                "overload_sampled": self.overload_sampled,
+            },
         }
 
 
@@ -237,7 +257,9 @@ def stats_sql(query: StatsQuery, dialect: Dialect) -> tuple[str, list[object]]:
     ]
     sql = (
         f"SELECT {group or 'NULL'} AS g, COUNT(*), {', '.join(sums)}, COUNT(s.score),"
-        " AVG(s.score), COALESCE(SUM(s.judge_calls), 0), COALESCE(SUM(s.judge_tokens), 0)"
+        " AVG(s.score), COALESCE(SUM(s.judge_calls), 0), COALESCE(SUM(s.judge_tokens), 0),"
+        " SUM(CASE WHEN s.status_reason = 'overload_sampled' THEN 1 ELSE 0 END),"
+        " COUNT(s.sample_rate)"
         f" FROM {source}{where}{' GROUP BY ' + group if group else ''} ORDER BY COUNT(*) DESC"
     )
     return sql, param.values
@@ -272,7 +294,7 @@ def stats_rows(
         key, records, *rest = row
         status_counts = rest[: len(statuses)]
         verdict_counts = rest[len(statuses) : len(statuses) + len(VERDICTS)]
-        _, mean, calls, tokens = rest[len(statuses) + len(VERDICTS) :]
+        _, mean, calls, tokens, shed, reduced = rest[len(statuses) + len(VERDICTS) :]
         if group_by in TIME_BUCKETS and key is not None:
             key = float(key)
         elif group_by == "score" and key is not None:
@@ -287,6 +309,8 @@ def stats_rows(
                 p90_score=p90(key),
                 judge_calls=int(calls or 0),
                 judge_tokens=int(tokens or 0),
+                overload_sampled=int(shed or 0),
+                at_reduced_rate=int(reduced or 0),
             )
         )
     if group_by in TIME_BUCKETS or group_by == "score":

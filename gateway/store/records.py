@@ -74,6 +74,9 @@ class ScoreRecord:
     # The categories of bias found (`BiasResult.categories`), most frequent first.
     categories: list[str] | None = None
     trace_id: str | None = None  # the request's trace (32 hex digits), for finding it
+    # The share of its key's monitored responses being scored when this one came, while
+    # overload shed the rest (`gateway.scoring.shedding`); None when all were.
+    sample_rate: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready values (`result` is deep-copied)."""
@@ -97,7 +100,7 @@ class CacheEntry:
 COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
 PUBLIC_COLUMNS = tuple(name for name in COLUMNS if name != "work")
 BOOL_COLUMNS = frozenset({"stream", "partial", "truncated"})
-REAL_COLUMNS = frozenset({"created_at", "updated_at", "score", "lease_until"})
+REAL_COLUMNS = frozenset({"created_at", "updated_at", "score", "lease_until", "sample_rate"})
 INT_COLUMNS = frozenset({"judge_calls", "judge_tokens", "attempts"})
 JSON_COLUMNS = frozenset({"result", "work", "categories"})
 

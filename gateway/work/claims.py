@@ -32,7 +32,7 @@ from gateway.config import Settings
 from gateway.observability.metrics import Metrics
 from gateway.store import ScoreRecord, Store
 
-__all__ = ["Claimer", "WorkTaker"]
+__all__ = ["Claimer", "WorkTaker", "give_back"]
 
 
 class WorkTaker(Protocol):
@@ -170,3 +170,21 @@ class Claimer:
         if now >= self._next_count:
             self._next_count = now + _COUNT_EVERY
             self.metrics.work_pending.set(await self.store.pending_work())
+
+
+async def give_back(store: Store, worker: str, *, left_pending: int) -> None:
+    """At shutdown: unfinished monitor work stays pending in the store and its leases go
+    back, so the next start (or another process) scores it without waiting for them to
+    lapse. `left_pending` counts the jobs this process left unfinished, for the log."""
+    try:
+        await store.flush()  # a pending write still queued must land before its release
+        released = await store.release(worker)
+    except Exception:  # the leases then lapse on their own: lateness, not loss
+        log.exception("could not give back the leases of unfinished scorings")
+        return
+    if left_pending or released:
+        log.warning(
+            "scorings left pending at shutdown; they are scored after a restart",
+            left_pending=left_pending,
+            leases_released=released,
+        )

@@ -325,6 +325,13 @@ class BiasPrompts:
             + "\n"
         )
 
+    def assess_rules(self, *, judge_whole_text: bool = True) -> str:
+        """The single-call rules and rubric with the no-opinion rule, without the answer's
+        shape or the TEXT: the part a batch of texts shares (`guard.bias.batch`)."""
+        return (
+            self._assess_rules + "\n" + (_WHOLE_TEXT_RULE if judge_whole_text else _NO_OPINION_RULE)
+        )
+
     def reason(
         self, output: str, score: float, scale: float, verdict_reasons: Sequence[str]
     ) -> str:

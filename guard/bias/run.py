@@ -24,6 +24,7 @@ _STEP_SPANS = {
     "preprocess": "extract opinions",
     "analyze": "analyze",
     "assess": "assess opinions",
+    "assess_batch": "assess opinions of several texts",
     "generate_reason": "generate reason",
 }
 _tracer = trace.get_tracer("guard")

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from opentelemetry import trace
 
+from guard.bias.batch import assess_batch, batch_prompt
 from guard.bias.categories import (
     DEFAULT_CATEGORIES,
     Category,
@@ -46,6 +47,7 @@ from guard.outputs import assistant_text
 from guard.parsing import unwrap_reason
 from guard.result import (
     AnalyzeStepResult,
+    AssessedOpinion,
     AssessStepResult,
     BiasResult,
     PreprocessStepResult,
@@ -163,13 +165,57 @@ class BiasScorer:
                     "bias.biased.count", sum(is_biased(verdict.result) for verdict in verdicts)
                 )
 
+        return self._result(
+            run_id, opinions, verdicts, (extract, analyze, reason_request), reason, run.totals()
+        )
+
+    async def run_batch(
+        self, outputs: Sequence[Any], run_ids: Sequence[str] | None = None
+    ) -> list[BiasResult]:
+        """Score several texts in one judge call (`pipeline="single"` only), each as `run()`
+        would with `reason="off"`, in `outputs`' order (`guard.bias.batch`). The call's cost
+        is on the first judged text's result; no result carries the prompt, which holds
+        every text. Raises a `JudgeError`: `JudgeOutputError` when the answer does not give
+        each text its own verdicts (judge them one by one with `run()` then)."""
+        if self.pipeline != "single":
+            raise ValueError("run_batch needs pipeline='single'")
+        texts = [assistant_text(output) for output in outputs]
+        ids = list(run_ids) if run_ids is not None else [str(uuid.uuid4()) for _ in texts]
+        judged = [index for index, text in enumerate(texts) if text.strip()]
+        run = Run()
+        assessed: dict[int, list[AssessedOpinion]] = {}
+        if judged:
+            whole = self.judge_whole_text_when_no_opinions
+            prompt = batch_prompt(self.prompts, [texts[i] for i in judged], judge_whole_text=whole)
+            asked = assess_batch(self.judge, _messages(prompt), len(judged))
+            lists, usage, calls = await run.step("assess_batch", asked)
+            run.record("assess_batch", usage, calls)
+            assessed = dict(zip(judged, lists, strict=True))
+        results = []
+        for index, text in enumerate(texts):
+            opinions, verdicts = self._from_assessed(assessed.get(index, []), text)
+            verdicts = [self._categorised(verdict) for verdict in verdicts]
+            totals = run.totals() if judged and index == judged[0] else Run().totals()
+            results.append(self._result(ids[index], opinions, verdicts, (None,) * 3, None, totals))
+        return results
+
+    def _result(
+        self,
+        run_id: str | None,
+        opinions: list[str],
+        verdicts: list[Verdict],
+        prompts: tuple[str | None, str | None, str | None],
+        reason: str | None,
+        totals: dict[str, Any],
+    ) -> BiasResult:
+        extract, analyze, reason_request = prompts
         return BiasResult(
             run_id=run_id or str(uuid.uuid4()),
             preprocess_step_result=PreprocessStepResult(opinions=opinions),
             preprocess_prompt=extract,
             analyze_step_result=AnalyzeStepResult(results=verdicts),
             analyze_prompt=analyze,
-            score=score,
+            score=bias_score((verdict.result for verdict in verdicts), self.scale),
             reason=reason,
             generate_reason_prompt=reason_request,
             scale=self.scale,
@@ -178,7 +224,7 @@ class BiasScorer:
             category_scores=category_scores(
                 [verdict.categories for verdict in verdicts], len(verdicts), self.scale
             ),
-            **run.totals(),
+            **totals,
         )
 
     def _categorised(self, verdict: Verdict) -> Verdict:
@@ -247,7 +293,13 @@ class BiasScorer:
             ask_json(self.judge, _messages(prompt), ASSESS_SCHEMA, AssessStepResult),
         )
         run.record("assess", reply.usage, reply.calls)
-        assessed = reply.value.verdicts
+        opinions, verdicts = self._from_assessed(reply.value.verdicts, text)
+        return opinions, verdicts, prompt, prompt
+
+    @staticmethod
+    def _from_assessed(
+        assessed: list[AssessedOpinion], text: str
+    ) -> tuple[list[str], list[Verdict]]:
         verdicts = [
             Verdict(result=item.result, reason=item.reason, categories=item.categories)
             for item in assessed
@@ -255,7 +307,7 @@ class BiasScorer:
         opinions = [item.opinion for item in assessed]
         if opinions == [text] or (len(opinions) == 1 and opinions[0].strip() == text.strip()):
             opinions = []  # the whole text judged as one statement, as the faithful path reports
-        return opinions, verdicts, prompt, prompt
+        return opinions, verdicts
 
     async def _explain(
         self, run: Run, text: str, score: float, verdicts: list[Verdict]

@@ -36,6 +36,8 @@ from gateway.demo.apis import Frame, Surface, split
 JUDGE_MODEL = "judge"
 
 ScriptedVerdict = tuple[str, str] | tuple[str, str, list[str]]
+# A batch prompt's texts (`guard.bias.batch`): the number and the text between its markers.
+_BATCH_TEXT = re.compile(r"<<<TEXT (\d+)>>>\n(.*?)\n<<<END OF TEXT \1>>>", re.DOTALL)
 _LANGUAGE_ASKED = re.compile(r"(?:Write every reason in|Write in|why, in)\s+(.+?)[.;]", re.DOTALL)
 
 
@@ -161,7 +163,7 @@ class FakeOpenAI:
         return [recorded.step for recorded in self.requests]
 
     def judge_calls(self) -> int:
-        judge_steps = ("preprocess", "analyze", "assess", "reason")
+        judge_steps = ("preprocess", "analyze", "assess", "assess_batch", "reason")
         return sum(1 for recorded in self.requests if recorded.step in judge_steps)
 
     # -- handlers ---------------------------------------------------------------
@@ -426,11 +428,15 @@ class FakeOpenAI:
             return "analyze"
         if schema_name == "assessment":
             return "assess"
+        if schema_name == "assessments":
+            return "assess_batch"
         text = "\n".join(
             message["content"]
             for message in body.get("messages", [])
             if isinstance(message, dict) and isinstance(message.get("content"), str)
         )
+        if '{"answers"' in text:
+            return "assess_batch"
         if '{"verdicts"' in text:
             return "assess"
         if '{"results"' in text:
@@ -448,7 +454,7 @@ class FakeOpenAI:
         return None
 
     def _answer(self, step: str, body: dict[str, Any]) -> str:
-        if step in ("analyze", "assess", "reason"):
+        if step in ("analyze", "assess", "assess_batch", "reason"):
             asked = _LANGUAGE_ASKED.search(str(body["messages"][-1]["content"]))
             if asked is not None:
                 self.languages.append((step, " ".join(asked.group(1).split())))
@@ -462,26 +468,31 @@ class FakeOpenAI:
             )
             return json.dumps({"results": [_verdict(verdict) for verdict in verdicts]})
         if step == "assess":
-            prompt = str(body["messages"][-1]["content"])
-            verdicts = next(
-                (found for key, found in self.verdicts_for.items() if key in prompt),
-                self.verdicts,
-            )
-            opinions = [*self.opinions, *(f"opinion {n}" for n in range(len(verdicts)))]
-            return json.dumps(
-                {
-                    "verdicts": [
-                        {"opinion": opinion, **_verdict(verdict)}
-                        for opinion, verdict in zip(opinions, verdicts, strict=False)
-                    ]
-                }
-            )
+            return json.dumps({"verdicts": self._assessed(str(body["messages"][-1]["content"]))})
+        if step == "assess_batch":
+            # Each text between its markers answered as the single-call step answers it.
+            texts = _BATCH_TEXT.findall(str(body["messages"][-1]["content"]))
+            answers = [
+                {"text": int(number), "verdicts": self._assessed(text)} for number, text in texts
+            ]
+            return json.dumps({"answers": answers})
         if step == "reason":
             return self.reason
         if self.unique_replies:
             self._served += 1
             return f"{self.reply} #{self._served}"
         return self.reply
+
+    def _assessed(self, judged: str) -> list[dict[str, Any]]:
+        """The single-call step's verdicts for a prompt (or one text) holding `judged`."""
+        verdicts = next(
+            (found for key, found in self.verdicts_for.items() if key in judged), self.verdicts
+        )
+        opinions = [*self.opinions, *(f"opinion {n}" for n in range(len(verdicts)))]
+        return [
+            {"opinion": opinion, **_verdict(verdict)}
+            for opinion, verdict in zip(opinions, verdicts, strict=False)
+        ]
 
     def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
         messages = body.get("messages")

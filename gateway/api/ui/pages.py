@@ -139,11 +139,10 @@ async def overview(request: Request) -> Response:
     ]
     categories = [(str(g.key), float(g.records)) for g in (await grouped("category"))[:10]]
     models = [(str(g.key or "none"), float(g.records)) for g in (await grouped("model"))[:10]]
-    keys = (
-        [(str(g.key or "no key"), float(g.records)) for g in (await grouped("key"))[:10]]
-        if viewer.sees_all
-        else []
-    )
+    by_key = (await grouped("key"))[:10] if viewer.sees_all else []
+    keys = [(str(g.key or "no key"), float(g.records)) for g in by_key]
+    # Per key, the share overload left scored (only keys whose responses were shed).
+    shares = [(str(g.key or "no key"), g.scored_share) for g in by_key if g.overload_sampled]
     return _page(
         "overview.html",
         request,
@@ -156,6 +155,7 @@ async def overview(request: Request) -> Response:
         categories_chart=bar_chart(categories, title="Top categories", colour="#6a1b9a"),
         models_chart=bar_chart(models, title="Top models"),
         keys_chart=bar_chart(keys, title="Top keys", colour="#00695c") if viewer.sees_all else None,
+        shares=shares,
     )
 
 

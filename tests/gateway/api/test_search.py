@@ -131,7 +131,7 @@ def test_filters_paging_and_stats_through_the_api(
         # A window that holds nothing.
         empty = http.get("/v1/bias/stats", params={"until": "2020-01-01T00:00:00Z"}).json()
         assert empty["total"]["records"] == 0
-        assert empty["total"]["score"] == {"mean": None, "p90": None}
+        assert empty["total"]["score"] == {"mean": None, "p90": None, "sampled": False}
 
 
 @pytest.mark.parametrize(

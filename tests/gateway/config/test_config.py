@@ -705,3 +705,20 @@ def test_describe_settings_resolves_the_judge() -> None:
     assert described["judge"]["base_url"] == "https://api.openai.com/v1"
     assert described["judge"]["api_key"] == "sk-…aaaa"
     assert described["policies"]["default"]["mode"] == "monitor"
+
+
+# --- judge batches, key weights -------------------------------------------------------
+
+
+def test_judge_batches_need_the_single_pipeline(write_config) -> None:
+    message = config_error(write_config("judge:\n  batch_size: 8\n"))
+    assert "judge.batch_size above 1 needs pipeline: single" in message
+    settings = load_settings(write_config("judge:\n  batch_size: 8\n  pipeline: single\n"), {})
+    assert settings.judge.batch_size == 8
+
+
+def test_a_key_weight_must_be_positive(write_config) -> None:
+    text = "keys:\n  - name: a\n    key: sk-a-0123456789\n    weight: {}\n"
+    assert "weight" in config_error(write_config(text.format(0)))
+    settings = load_settings(write_config(text.format(2.5)), {})
+    assert settings.keys[0].weight == 2.5

@@ -31,6 +31,7 @@ from gateway.demo.launch import (
 )
 from gateway.demo.server import ANSWERS, answer_for, demo_app, judge_answer
 from gateway.server.app import create_app
+from guard.bias.batch import batch_prompt
 from guard.bias.categories import DEFAULT_CATEGORIES, Category, category_ids
 from guard.bias.prompts import BiasPrompts
 from tests.support.servers import ServerThread
@@ -104,6 +105,24 @@ def test_the_judge_names_only_the_categories_its_prompt_offers() -> None:
     }
     results = json.loads(judge_answer(body))["results"]
     assert [(r["result"], r["categories"]) for r in results] == [("yes", ["gender"]), ("yes", [])]
+
+
+def test_the_judge_answers_a_batch_as_it_answers_each_text_alone() -> None:
+    texts = ["Women are too emotional to lead.", "The train leaves at nine.", "Liberals are lazy."]
+    prompts = BiasPrompts()
+
+    def asked(name: str, prompt: str) -> Any:
+        body = {
+            "messages": [{"role": "user", "content": prompt}],
+            "response_format": {"json_schema": {"name": name}},
+        }
+        return json.loads(judge_answer(body))
+
+    batch = asked("assessments", batch_prompt(prompts, texts, judge_whole_text=True))
+    alone = [asked("assessment", prompts.assess(text))["verdicts"] for text in texts]
+    assert [answer["text"] for answer in batch["answers"]] == [1, 2, 3]
+    assert [answer["verdicts"] for answer in batch["answers"]] == alone
+    assert alone[0][0]["result"] == "yes"
 
 
 def test_explain_quotes_the_biased_opinions() -> None:

@@ -69,6 +69,11 @@ def corpus(count: int = 300, seed: int = 7) -> list[ScoreRecord]:
         )
     # Two records at the very same moment: the cursor must still page them apart.
     records[1].created_at = records[0].created_at
+    # Some made while overload shed their key's responses: the skipped ones were shed.
+    for record in records[::7]:
+        record.sample_rate = 0.5
+        if record.status == "skipped":
+            record.status_reason = "overload_sampled"
     return records
 
 
@@ -166,6 +171,13 @@ def reference_stats(records: list[ScoreRecord]) -> dict[str, Any]:
         "p90": p90,
         "calls": sum(r.judge_calls or 0 for r in records),
         "tokens": sum(r.judge_tokens or 0 for r in records),
+        "shed": (shed := sum(r.status_reason == "overload_sampled" for r in records)),
+        "sampled": any(r.sample_rate is not None for r in records),
+        "share": (
+            round(scored / (scored + shed), 4)
+            if (scored := sum(r.status == "scored" for r in records)) + shed
+            else None
+        ),
     }
 
 
@@ -178,6 +190,9 @@ def as_reference(group: dict[str, Any]) -> dict[str, Any]:
         "p90": group["score"]["p90"],
         "calls": group["judge"]["calls"],
         "tokens": group["judge"]["tokens"],
+        "shed": group["sampling"]["overload_sampled"],
+        "sampled": group["score"]["sampled"],
+        "share": group["sampling"]["scored_share"],
     }
 
 

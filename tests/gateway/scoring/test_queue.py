@@ -1,0 +1,116 @@
+"""The monitor queue against a slow fake judge: keys served in turn, by weight."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from gateway.config import Policy
+from gateway.observability.metrics import Metrics
+from gateway.scoring.queue import MonitorQueue
+from gateway.scoring.request import ScoreRequest
+from tests.gateway.conftest import RunningGateway
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.waiting import eventually
+
+MakeGateway = Callable[..., RunningGateway]
+KEYS = [
+    {"key": "sk-flood", "name": "flood"},
+    {"key": "sk-small", "name": "small"},
+]
+
+
+async def send(gateway: RunningGateway, api_key: str, count: int) -> list[tuple[str, str]]:
+    """`count` monitored chats at once: each answer's run id and text."""
+    async with gateway.async_client(api_key) as client:
+        answers = await asyncio.gather(
+            *(
+                client.chat.completions.with_raw_response.create(
+                    model="m", messages=[{"role": "user", "content": "Hi"}]
+                )
+                for _ in range(count)
+            )
+        )
+    return [
+        (answer.headers["x-bias-run-id"], answer.parse().choices[0].message.content or "")
+        for answer in answers
+    ]
+
+
+def judged_order(fake: FakeOpenAI, texts: dict[str, str]) -> list[str]:
+    """Whose text each extraction call judged, in the order the judge saw them."""
+    order: list[str] = []
+    for recorded in fake.requests:
+        if recorded.step != "preprocess":
+            continue
+        prompt = str(recorded.body["messages"][-1]["content"])
+        order.extend(owner for text, owner in texts.items() if prompt.rstrip().endswith(text))
+    return order
+
+
+async def flood_then_small(fake: FakeOpenAI, make_gateway: MakeGateway, **keys: Any) -> list[str]:
+    fake.judge_delay = 0.05
+    fake.unique_replies = True
+    fake.verdicts = [("no", "Neutral.")]
+    gateway = make_gateway(
+        keys=[{**key, **keys.get(key["name"], {})} for key in KEYS],
+        judge={"max_concurrency": 1, "reason": "off", "cache_size": 0},
+    )
+    flood = await send(gateway, "sk-flood", 14)
+    # The flood's backlog is queued (one job at the judge) before the small key sends.
+    await eventually(lambda: gateway.state.scoring.queue.waiting("flood") >= 12)
+    small = await send(gateway, "sk-small", 4)
+    texts = {text: "flood" for _, text in flood} | {text: "small" for _, text in small}
+    for api_key, sent in (("sk-flood", flood), ("sk-small", small)):
+        for run_id, _ in sent:
+            record = await asyncio.to_thread(gateway.wait_for_score, run_id, api_key=api_key)
+            assert record["status"] == "scored"
+    order = judged_order(fake, texts)
+    assert sorted(order) == ["flood"] * 14 + ["small"] * 4
+    return order
+
+
+async def test_a_flooding_key_takes_turns_with_a_small_one(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    order = await flood_then_small(fake_openai, make_gateway)
+    # First come, first served would judge the small key's four after the flood's 14.
+    # In turns, from the small key's arrival on (the flood had 1 or 2 judged by then),
+    # they alternate: the small key's last is judged within its first eight turns.
+    arrived = order.index("small")
+    assert arrived <= 3
+    assert order[arrived : arrived + 8] == ["small", "flood"] * 4
+
+
+async def test_a_weighted_key_is_served_as_often_as_its_weight_says(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    order = await flood_then_small(fake_openai, make_gateway, small={"weight": 3.0})
+    arrived = order.index("small")
+    assert arrived <= 3
+    # Weight 3 against 1: three of the small key's turns to each of the flood's.
+    assert order[arrived : arrived + 5].count("small") >= 3
+    assert order[arrived : arrived + 6].count("small") == 4
+
+
+async def test_work_claimed_from_the_store_takes_turns_by_key_too() -> None:
+    """What `accept` queues (claimed work, `gateway.work.claims`) waits in its key's line."""
+    judged: list[str] = []
+    release = asyncio.Event()
+
+    async def runner(request: ScoreRequest, texts: list[str]) -> None:
+        await release.wait()  # the first job holds the one slot until all are queued
+        judged.append(request.key_name or "")
+
+    queue = MonitorQueue(runner, size=20, concurrency=1, full_wait=0.0, metrics=Metrics())
+    queue.start()
+    claimed = [("flood", n) for n in range(6)] + [("small", n) for n in range(3)]
+    for key, n in claimed:
+        job = ScoreRequest(run_id=f"{key}-{n}", policy=Policy(), mode="monitor", key_name=key)
+        assert await queue.accept(job, ["text"])
+    release.set()
+    await eventually(lambda: len(judged) == len(claimed))
+    # All nine were queued before the first pick: the keys alternate while both wait.
+    assert judged == ["flood", "small"] * 3 + ["flood"] * 3
+    await queue.stop()
