@@ -164,6 +164,12 @@ class Metrics:
             registry=registry,
             multiprocess_mode="livesum",
         )
+        self.judge_concurrency_limit = Gauge(
+            "bias_judge_concurrency_limit",
+            "Judge calls that may be in flight now (judge.max_concurrency, or what auto found).",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
         self.scorings_in_flight = Gauge(
             "bias_scorings_in_flight",
             "Monitor-mode scorings under way.",

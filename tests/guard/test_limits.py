@@ -17,11 +17,24 @@ from guard.wire import rate_limit_delay
     [
         ({"retry-after": "3"}, 3.0),
         ({"Retry-After": "0.5"}, 0.5),
-        ({"x-ratelimit-reset-requests": "250ms"}, 0.25),
-        ({"x-ratelimit-reset-tokens": "6m0s"}, 360.0),
-        ({"x-ratelimit-reset-requests": "1m30.5s", "retry-after": "2"}, 90.5),
+        # A reset header is when the budget is full again, not a wait.
+        ({"x-ratelimit-reset-requests": "250ms"}, None),
+        ({"x-ratelimit-reset-tokens": "6m0s"}, None),
+        ({"x-ratelimit-reset-requests": "1m30.5s", "retry-after": "2"}, 2.0),
+        # With the limit and what is left, it tells when the next request comes.
+        (
+            {
+                "x-ratelimit-reset-requests": "6m0s",
+                "x-ratelimit-limit-requests": "500",
+                "x-ratelimit-remaining-requests": "20",
+            },
+            0.75,
+        ),
         ({"x-ratelimit-reset-requests": "soon"}, None),
         ({"retry-after": "later"}, None),
+        ({"retry-after": "inf"}, None),
+        ({"retry-after": "nan"}, None),
+        ({"retry-after": "-3"}, 0.0),
         ({}, None),
     ],
 )
@@ -71,13 +84,11 @@ async def test_a_request_budget_holds_the_next_call_until_it_refills() -> None:
 
 
 def test_backoff_without_a_delay_grows_with_each_429_in_a_row() -> None:
-    limiter = JudgeLimiter(backoff=1.0, max_backoff=8.0)
+    limiter = JudgeLimiter(backoff=1.0, max_pause=8.0)
     pauses = [limiter.rate_limited(None) for _ in range(6)]
     assert 0.5 <= pauses[0] <= 1.5
-    assert 4 <= pauses[3] <= 12  # 8 with jitter
-    assert all(pause <= 12 for pause in pauses)  # capped at max_backoff, with jitter
-    limiter.succeeded()
-    assert limiter.rate_limited(None) <= 1.5
+    assert 4 <= pauses[3] <= 8  # 8 with jitter, capped
+    assert all(pause <= 8 for pause in pauses)  # capped at max_pause, jitter included
 
 
 async def test_a_pause_past_the_deadline_is_a_timeout_at_once() -> None:
