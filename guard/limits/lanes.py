@@ -9,8 +9,8 @@ Pure bookkeeping, no I/O and no clock, so its order is tested exhaustively.
 
 Calls take about as long whichever lane they are in, so within one call's
 duration every slot held now comes free; enforce is handed all of them bar the
-reserved shares. That is how an enforced request waits no longer than one call
-for a slot that background work holds.
+reserved shares, which never take every slot. That is how an enforced request
+waits no longer than one call for a slot that background work holds.
 
 Within a lane, keys take turns weighted by their `weight` (stride scheduling:
 each key has a pass that grows by 1/weight with each slot it is handed, and the
@@ -112,14 +112,24 @@ class LaneQueue(Generic[T]):
     def next_lane(self, running: Mapping[Lane, int], limit: int | None) -> Lane | None:
         """The lane whose waiter goes next, given the calls `running` in each lane."""
         if limit is not None:
-            for lane, share in self.reserved.items():
-                floor = max(1, math.floor(share * limit)) if share > 0 else 0
+            for lane, floor in self.floors(limit).items():
                 if self._lanes[lane].count and running.get(lane, 0) < floor:
                     return lane
         for lane in LANES:
             if self._lanes[lane].count:
                 return lane
         return None
+
+    def floors(self, limit: int) -> dict[Lane, int]:
+        """The slots each background lane keeps of `limit`: its share, at least one, as
+        long as one slot of every turnover is left for enforce."""
+        floors: dict[Lane, int] = {}
+        left = limit - 1
+        for lane, share in self.reserved.items():
+            floor = min(left, max(1, math.floor(share * limit))) if share > 0 else 0
+            floors[lane] = floor
+            left -= floor
+        return floors
 
     def peek(self, running: Mapping[Lane, int], limit: int | None) -> T | None:
         lane = self.next_lane(running, limit)
