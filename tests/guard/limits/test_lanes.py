@@ -71,22 +71,22 @@ def test_reserved_shares_hold_over_many_turnovers() -> None:
     """Flooded lanes, 20 slots: each slot that comes free goes by the rules; the
     share of slots each lane holds settles at enforce's rest and the reservations."""
     queue: LaneQueue[Lane] = LaneQueue()
-    for lane in Lane:
+    for each in Lane:
         for _ in range(1000):
-            queue.push(lane, Caller(lane))
+            queue.push(each, Caller(each))
     running = dict.fromkeys(Lane, 0)
     held: collections.deque[Lane] = collections.deque()
     for _ in range(20):
-        lane = queue.pop(running, 20)
-        assert lane is not None
-        running[lane] += 1
-        held.append(lane)
+        popped = queue.pop(running, 20)
+        assert popped is not None
+        running[popped] += 1
+        held.append(popped)
     for _ in range(500):  # the oldest call ends, the next waiter takes its slot
         running[held.popleft()] -= 1
-        lane = queue.pop(running, 20)
-        assert lane is not None
-        running[lane] += 1
-        held.append(lane)
+        popped = queue.pop(running, 20)
+        assert popped is not None
+        running[popped] += 1
+        held.append(popped)
     assert running == {ENFORCE: 15, MONITOR: 4, EXPLAIN: 1}
 
 
