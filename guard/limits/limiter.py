@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from guard.clock import SYSTEM_CLOCK, Clock
 from guard.errors import JudgeTimeout
@@ -34,6 +34,7 @@ class LimiterStats:
 
     in_flight: int = 0
     rate_limited: int = 0  # 429s seen
+    calls: dict[Lane, int] = field(default_factory=lambda: dict.fromkeys(LANES, 0))  # let through
 
 
 class _Waiter:
@@ -236,6 +237,7 @@ class JudgeLimiter:
                 self._pauses.probe_sent()
             waiter.busy = limit is not None and (total + 1 >= limit / 2 or bool(self._queue))
             self._running[waiter.caller.lane] += 1
+            self.stats.calls[waiter.caller.lane] += 1
             waiter.future.set_result(None)
             if self.on_wait is not None and now > waiter.queued:
                 self.on_wait(now - waiter.queued)
