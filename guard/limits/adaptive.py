@@ -29,7 +29,7 @@ class AdaptiveLimit:
         ceiling: int = 512,
         floor: int = 1,
         tolerance: float = 2.0,
-        decrease: float = 0.8,
+        decrease: float = 0.9,
     ) -> None:
         if not 1 <= floor <= start <= ceiling:
             raise ValueError("the limits must be ordered: 1 <= floor <= start <= ceiling")
