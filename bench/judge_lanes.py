@@ -81,6 +81,12 @@ CELLS = (
         (("monitor", RATE),),
         {"max_concurrency": "auto", "concurrency_start": 8},
     ),
+    # Above the judge's 600 calls/s at 1 s a call, so the limit has to find the judge's own.
+    Cell(
+        "monitor 300, auto from 8, ceiling 1024",
+        (("monitor", RATE),),
+        {"max_concurrency": "auto", "concurrency_start": 8, "concurrency_ceiling": 1024},
+    ),
 )
 
 
@@ -234,7 +240,7 @@ def _cell(
     return result
 
 
-def run_lanes(plan: LanesPlan, work: Path) -> dict[str, Any]:
+def run_lanes(plan: LanesPlan, work: Path, cells: tuple[Cell, ...] = CELLS) -> dict[str, Any]:
     results: dict[str, Any] = {"plan": plan.__dict__, "direct": {}, "cells": []}
     with Processes() as procs:
         upstream = _start_fake(procs, work, "slow-upstream", judge_rps=None)
@@ -242,7 +248,7 @@ def run_lanes(plan: LanesPlan, work: Path) -> dict[str, Any]:
             _log(f"direct at {rate:g} req/s")
             loads, _ = asyncio.run(_run_streams(upstream.url, ((None, rate),), plan.duration))
             results["direct"][str(rate)] = _figures(loads[0], None, None)
-        for cell in CELLS:
+        for cell in cells:
             results["cells"].append(_cell(procs, work, plan, upstream, cell))
         procs.stop_all()
     return results
@@ -262,22 +268,37 @@ def _overhead(results: dict[str, Any], cell: str, rate: float) -> float | None:
     return None if p50 is None or direct is None else round(p50 - direct, 1)
 
 
+def _found(results: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((item for item in results["cells"] if item["cell"] == name), None)
+
+
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 21's targets for these cells, as measured."""
-    base = _overhead(results, "enforce alone 20", BASELINE_RATE)
-    beside = _overhead(results, "enforce 50 + monitor 250", RATE)
-    ratio = round(beside / base, 2) if base and beside is not None else None
-    small = _stream(results, "monitor two keys 280 + 20", "small")["scored"]
-    auto = next(item for item in results["cells"] if item["cell"] == "monitor 300, auto from 8")
-    rows = [
-        ("enforce beside monitor: p50 overhead / at 20 req/s alone", "≤ 1.3", ratio,
-         ratio is not None and ratio <= 1.3),
-        ("two keys: the 20 req/s key scored", "≥ 99 %", small, small is not None and small >= 0.99),
-        ("auto: 80 % of the judge's allowance reached after", "≤ 30 s", auto["reached_80pct_s"],
-         auto["reached_80pct_s"] is not None and auto["reached_80pct_s"] <= 30),
-        ("auto: 429s of judge calls", "< 1 %", auto["share_429"],
-         auto["share_429"] is not None and auto["share_429"] < 0.01),
-    ]  # fmt: skip
+    """Issue 21's targets for the cells that ran, as measured."""
+    rows: list[tuple[str, str, Any, bool]] = []
+    if _found(results, "enforce alone 20") and _found(results, "enforce 50 + monitor 250"):
+        base = _overhead(results, "enforce alone 20", BASELINE_RATE)
+        beside = _overhead(results, "enforce 50 + monitor 250", RATE)
+        ratio = round(beside / base, 2) if base and beside is not None else None
+        rows.append(
+            ("enforce beside monitor: p50 overhead / at 20 req/s alone", "≤ 1.3", ratio,
+             ratio is not None and ratio <= 1.3)
+        )  # fmt: skip
+    if _found(results, "monitor two keys 280 + 20"):
+        small = _stream(results, "monitor two keys 280 + 20", "small")["scored"]
+        rows.append(
+            ("two keys: the 20 req/s key scored", "≥ 99 %", small,
+             small is not None and small >= 0.99)
+        )  # fmt: skip
+    for cell in results["cells"]:
+        if cell["judge"].get("max_concurrency") != "auto":
+            continue
+        reached, share = cell["reached_80pct_s"], cell["share_429"]
+        rows += [
+            (f"{cell['cell']}: 80 % of the judge's allowance reached after", "≤ 30 s", reached,
+             reached is not None and reached <= 30),
+            (f"{cell['cell']}: 429s of judge calls", "< 1 %", share,
+             share is not None and share < 0.01),
+        ]  # fmt: skip
     return [
         {"name": name, "wanted": wanted, "measured": measured, "met": met}
         for name, wanted, measured, met in rows
@@ -327,12 +348,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--duration", type=float, default=30.0, help="seconds of load a cell (30)")
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument(
+        "--cells", help="run only the cells whose name contains this (e.g. auto)", default=""
+    )
     args = parser.parse_args(argv)
+    cells = tuple(cell for cell in CELLS if args.cells in cell.name)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     now = datetime.datetime.now()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-lanes-") as work:
-        results = run_lanes(LanesPlan(duration=args.duration), Path(work))
+        results = run_lanes(LanesPlan(duration=args.duration), Path(work), cells)
     results["targets"] = targets(results)
     results["meta"] = {
         "date": now.strftime("%Y-%m-%d-%H%M"),
