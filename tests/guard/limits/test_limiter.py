@@ -279,6 +279,18 @@ async def test_auto_concurrency_grows_then_backs_off_at_the_judges_limit(
     assert fake_openai.rate_limited < 0.2 * fake_openai.judge_calls()
 
 
+async def test_auto_concurrency_is_capped_at_what_the_request_budget_needs() -> None:
+    clock = FakeClock()
+    adaptive = AdaptiveLimit(start=64, ceiling=512)
+    limiter = JudgeLimiter(adaptive=adaptive, requests_per_minute=600, clock=clock)
+    assert limiter.limit == 64
+    for _ in range(3):
+        async with limiter.call():
+            clock.advance(0.5)  # the judge answers in half a second
+    # 10 calls a second at 0.5 s each need about 5 in flight: 10 x 0.5 x 1.1 + 1.
+    assert limiter.limit == 6
+
+
 def test_deadlines_nest_and_the_nearer_one_wins() -> None:
     assert remaining() is None
     with deadline(10):
