@@ -60,6 +60,9 @@ _LIMIT = re.compile(r"^bias_judge_concurrency_limit (\S+)$", re.MULTILINE)
 class LanesPlan:
     duration: float = 30.0
     drain_timeout: float = 60.0
+    # Every rate, the judge's limit and the slots times this: the same shape of load at a
+    # fraction of the CPU, for a shared machine where the gateway, not the judge, binds.
+    scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,8 @@ async def _sample_judge(
                     "rate_limited": float(stats["rate_limited"]),
                 }
                 if gateway is not None:
-                    async with session.get(f"{gateway.url}/metrics") as response:
+                    auth = {"authorization": f"Bearer {KEYS['monitor']}"}
+                    async with session.get(f"{gateway.url}/metrics", headers=auth) as response:
                         found = _LIMIT.search(await response.text())
                     if found:
                         point["limit"] = float(found.group(1))
@@ -189,12 +193,25 @@ def _scored_share(load: _Load, store: Path) -> float | None:
     return round(scored / len(announced), 4)
 
 
-def _allowance(samples: list[dict[str, float]]) -> dict[str, Any]:
+def _scaled(cell: Cell, scale: float) -> Cell:
+    """`cell` with its rates and judge slots times `scale` (the shipped 512 slots at 1)."""
+    if scale == 1:
+        return cell
+    judge = dict(cell.judge)
+    if judge.get("max_concurrency") == "auto":
+        judge["concurrency_ceiling"] = round(judge.get("concurrency_ceiling", 512) * scale)
+    else:
+        judge["max_concurrency"] = round(512 * scale)
+    streams = tuple((key, rate * scale) for key, rate in cell.streams)
+    return Cell(cell.name, streams, judge)
+
+
+def _allowance(samples: list[dict[str, float]], judge_rps: float) -> dict[str, Any]:
     """When the judge's answers first reached 80 % of its allowance, and the 429 share."""
     reached = None
     for before, after in itertools.pairwise(samples):
         seconds = after["t"] - before["t"]
-        if seconds > 0 and (after["answered"] - before["answered"]) / seconds >= 0.8 * JUDGE_RPS:
+        if seconds > 0 and (after["answered"] - before["answered"]) / seconds >= 0.8 * judge_rps:
             reached = after["t"]
             break
     last = samples[-1] if samples else {"answered": 0.0, "rate_limited": 0.0}
@@ -210,7 +227,8 @@ def _cell(
     procs: Processes, work: Path, plan: LanesPlan, upstream: ServerProcess, cell: Cell
 ) -> dict[str, Any]:
     slug = re.sub(r"\W+", "-", cell.name)
-    judge = _start_fake(procs, work, f"judge-{slug}", judge_rps=JUDGE_RPS)
+    cell, judge_rps = _scaled(cell, plan.scale), JUDGE_RPS * plan.scale
+    judge = _start_fake(procs, work, f"judge-{slug}", judge_rps=judge_rps)
     port, store = free_port(), work / f"{slug}.db"
     config = work / f"{slug}.yaml"
     config.write_text(_config(upstream.url, judge.url, store, port, cell.judge))
@@ -219,7 +237,7 @@ def _cell(
         f"gateway-{slug}", [*argv, "--log-level", "warning"], port=port,
         ready_path="/readyz", log_dir=work,
     )  # fmt: skip
-    _log(f"{cell.name} (judge limit {JUDGE_RPS:g} calls/s)")
+    _log(f"{cell.name} (judge limit {judge_rps:g} calls/s)")
     streams: tuple[tuple[str | None, float], ...] = cell.streams
     loads, samples = asyncio.run(_run_streams(gateway.url, streams, plan.duration, judge, gateway))
     settled = _wait_settled(store, plan.drain_timeout)
@@ -234,7 +252,7 @@ def _cell(
         for (key, rate), load in zip(cell.streams, loads, strict=True)
     ]
     result["judge_samples"] = samples
-    result.update(_allowance(samples))
+    result.update(_allowance(samples, judge_rps))
     procs.stop(gateway)
     procs.stop(judge)
     return result
@@ -244,10 +262,11 @@ def run_lanes(plan: LanesPlan, work: Path, cells: tuple[Cell, ...] = CELLS) -> d
     results: dict[str, Any] = {"plan": plan.__dict__, "direct": {}, "cells": []}
     with Processes() as procs:
         upstream = _start_fake(procs, work, "slow-upstream", judge_rps=None)
-        for rate in (BASELINE_RATE, RATE):
-            _log(f"direct at {rate:g} req/s")
-            loads, _ = asyncio.run(_run_streams(upstream.url, ((None, rate),), plan.duration))
-            results["direct"][str(rate)] = _figures(loads[0], None, None)
+        for name, rate in (("baseline", BASELINE_RATE), ("full", RATE)):
+            _log(f"direct at {rate * plan.scale:g} req/s")
+            streams = ((None, rate * plan.scale),)
+            loads, _ = asyncio.run(_run_streams(upstream.url, streams, plan.duration))
+            results["direct"][name] = {"rate": rate * plan.scale, **_figures(loads[0], None, None)}
         for cell in cells:
             results["cells"].append(_cell(procs, work, plan, upstream, cell))
         procs.stop_all()
@@ -262,9 +281,9 @@ def _stream(results: dict[str, Any], cell: str, key: str) -> dict[str, Any]:
     return dict(next(stream for stream in found["streams"] if stream["key"] == key))
 
 
-def _overhead(results: dict[str, Any], cell: str, rate: float) -> float | None:
+def _overhead(results: dict[str, Any], cell: str, direct_at: str) -> float | None:
     p50 = _stream(results, cell, "enforce")["p50_ms"]
-    direct = results["direct"][str(rate)]["p50_ms"]
+    direct = results["direct"][direct_at]["p50_ms"]
     return None if p50 is None or direct is None else round(p50 - direct, 1)
 
 
@@ -276,8 +295,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 21's targets for the cells that ran, as measured."""
     rows: list[tuple[str, str, Any, bool]] = []
     if _found(results, "enforce alone 20") and _found(results, "enforce 50 + monitor 250"):
-        base = _overhead(results, "enforce alone 20", BASELINE_RATE)
-        beside = _overhead(results, "enforce 50 + monitor 250", RATE)
+        base = _overhead(results, "enforce alone 20", "baseline")
+        beside = _overhead(results, "enforce 50 + monitor 250", "full")
         ratio = round(beside / base, 2) if base and beside is not None else None
         rows.append(
             ("enforce beside monitor: p50 overhead / at 20 req/s alone", "≤ 1.3", ratio,
@@ -317,9 +336,9 @@ def markdown(results: dict[str, Any]) -> str:
         " | errors | calls/resp | settled s | 429 share | 80 % of allowance at s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for rate, direct in results["direct"].items():
+    for direct in results["direct"].values():
         lines.append(
-            f"| direct | - | {float(rate):g} | {direct['sent']} | {_fmt(direct['p50_ms'])}"
+            f"| direct | - | {direct['rate']:g} | {direct['sent']} | {_fmt(direct['p50_ms'])}"
             f" | {_fmt(direct['p99_ms'])} | - | - | - | - | - | - | - | - |"
         )
     for cell in results["cells"]:
@@ -347,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.judge_lanes", description=__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--duration", type=float, default=30.0, help="seconds of load a cell (30)")
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="rates, judge limit and slots times this (1)"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     parser.add_argument(
         "--cells", help="run only the cells whose name contains this (e.g. auto)", default=""
@@ -357,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     now = datetime.datetime.now()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-lanes-") as work:
-        results = run_lanes(LanesPlan(duration=args.duration), Path(work), cells)
+        plan = LanesPlan(duration=args.duration, scale=args.scale)
+        results = run_lanes(plan, Path(work), cells)
     results["targets"] = targets(results)
     results["meta"] = {
         "date": now.strftime("%Y-%m-%d-%H%M"),
@@ -366,14 +389,16 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_after": [round(value, 2) for value in os.getloadavg()],
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"judge-lanes-{results['meta']['date']}"
+    suffix = "" if args.scale == 1 else f"-x{args.scale:g}"
+    stem = args.out / f"judge-lanes-{results['meta']['date']}{suffix}"
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
     meta = results["meta"]
     stem.with_suffix(".md").write_text(
         f"# Judge lanes, {meta['date']} ({meta['cores']} cores, load average"
         f" {meta['load_average_before']} before, {meta['load_average_after']} after)\n\n"
-        f"Judge: 1 s ± 30 % a call, 429 above {JUDGE_RPS:g} calls/s. Paced open-loop load for"
-        f" {args.duration:g} s a cell.\n\n" + markdown(results) + "\n"
+        f"Judge: 1 s ± 30 % a call, 429 above {JUDGE_RPS * args.scale:g} calls/s. Paced"
+        f" open-loop load for {args.duration:g} s a cell; rates and slots x{args.scale:g} (cell"
+        " names give them at x1).\n\n" + markdown(results) + "\n"
     )
     print(markdown(results))
     print(f"wrote {stem}.json, {stem}.md")

@@ -40,9 +40,23 @@ def test_the_allowance_is_reached_when_a_second_of_answers_passes_80_percent() -
         {"t": 2.0, "answered": 500.0, "rate_limited": 2.0},
         {"t": 3.0, "answered": 1000.0, "rate_limited": 2.0, "limit": 540.0},
     ]
-    found = judge_lanes._allowance(samples)
+    found = judge_lanes._allowance(samples, 600.0)
     assert found == {"reached_80pct_s": 3.0, "share_429": 0.002, "peak_limit": 540.0}
-    assert judge_lanes._allowance(samples[:3])["reached_80pct_s"] is None
+    assert judge_lanes._allowance(samples[:3], 600.0)["reached_80pct_s"] is None
+    assert judge_lanes._allowance(samples, 150.0)["reached_80pct_s"] == 2.0
+
+
+def test_a_scaled_cell_keeps_its_shape() -> None:
+    shipped = judge_lanes.Cell("two", (("monitor", 280.0), ("small", 20.0)))
+    quarter = judge_lanes._scaled(shipped, 0.25)
+    assert quarter.streams == (("monitor", 70.0), ("small", 5.0))
+    assert quarter.judge == {"max_concurrency": 128}
+    auto = judge_lanes.Cell("auto", (("monitor", 300.0),), {"max_concurrency": "auto"})
+    assert judge_lanes._scaled(auto, 0.25).judge == {
+        "max_concurrency": "auto",
+        "concurrency_ceiling": 128,
+    }
+    assert judge_lanes._scaled(shipped, 1.0) is shipped
 
 
 def cell(name: str, streams: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -51,7 +65,7 @@ def cell(name: str, streams: list[dict[str, Any]], **extra: Any) -> dict[str, An
 
 def test_targets_judge_the_cells_that_ran() -> None:
     results: dict[str, Any] = {
-        "direct": {"20.0": {"p50_ms": 500.0}, "300.0": {"p50_ms": 500.0}},
+        "direct": {"baseline": {"p50_ms": 500.0}, "full": {"p50_ms": 500.0}},
         "cells": [
             cell("enforce alone 20", [{"key": "enforce", "p50_ms": 2500.0}]),
             cell("enforce 50 + monitor 250", [{"key": "enforce", "p50_ms": 3100.0}]),
