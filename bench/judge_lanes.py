@@ -30,6 +30,7 @@ import re
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ JUDGE_RPS = 600.0
 BASELINE_RATE = 20.0
 KEYS = {"enforce": "sk-enforce", "monitor": "sk-monitor", "small": "sk-small"}
 _LIMIT = re.compile(r"^bias_judge_concurrency_limit (\S+)$", re.MULTILINE)
+_LANE = re.compile(r'^bias_judge_lane_(calls|wait_seconds)\{lane="(\w+)"\} (\S+)$', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,27 @@ def _scored_share(load: _Load, store: Path) -> float | None:
     return round(scored / len(announced), 4)
 
 
+def _lane_waits(gateway: ServerProcess) -> dict[str, dict[str, float]]:
+    """Judge calls each lane let through, and the mean milliseconds they waited for a slot."""
+    request = urllib.request.Request(
+        f"{gateway.url}/metrics", headers={"authorization": f"Bearer {KEYS['monitor']}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        text = response.read().decode()
+    found: dict[str, dict[str, float]] = {}
+    for name, lane, value in _LANE.findall(text):
+        found.setdefault(lane, {})[name] = float(value)
+    return {
+        lane: {
+            "calls": values.get("calls", 0.0),
+            "mean_wait_ms": round(1000 * values.get("wait_seconds", 0.0) / values["calls"], 1)
+            if values.get("calls")
+            else 0.0,
+        }
+        for lane, values in found.items()
+    }
+
+
 def _scaled(cell: Cell, scale: float) -> Cell:
     """`cell` with its rates and judge slots times `scale` (the shipped 512 slots at 1)."""
     if scale == 1:
@@ -252,6 +275,7 @@ def _cell(
         for (key, rate), load in zip(cell.streams, loads, strict=True)
     ]
     result["judge_samples"] = samples
+    result["lanes"] = _lane_waits(gateway)
     result.update(_allowance(samples, judge_rps))
     procs.stop(gateway)
     procs.stop(judge)
@@ -353,6 +377,12 @@ def markdown(results: dict[str, Any]) -> str:
                 cell["reached_80pct_s"],
             ]  # fmt: skip
             lines.append("| " + " | ".join(_fmt(value) for value in values) + " |")
+    lines += ["", "| cell | lane | judge calls | mean wait for a slot, ms |", "|---|---|---|---|"]
+    for cell in results["cells"]:
+        for lane, figures in (cell.get("lanes") or {}).items():
+            lines.append(
+                f"| {cell['cell']} | {lane} | {figures['calls']:g} | {figures['mean_wait_ms']:g} |"
+            )
     lines += ["", "| target | wanted | measured | met |", "|---|---|---|---|"]
     for target in results.get("targets", []):
         met = "yes" if target["met"] else "no"
@@ -371,10 +401,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     parser.add_argument(
-        "--cells", help="run only the cells whose name contains this (e.g. auto)", default=""
+        "--cells", default="", help="only the cells whose name contains one of these (a,b)"
     )
     args = parser.parse_args(argv)
-    cells = tuple(cell for cell in CELLS if args.cells in cell.name)
+    wanted = args.cells.split(",")
+    cells = tuple(cell for cell in CELLS if any(part in cell.name for part in wanted))
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     now = datetime.datetime.now()
     load_before = os.getloadavg()

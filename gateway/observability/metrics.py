@@ -170,6 +170,20 @@ class Metrics:
             registry=registry,
             multiprocess_mode="livesum",
         )
+        self.judge_lane_calls = Gauge(
+            "bias_judge_lane_calls",
+            "Judge calls let through since the start, by lane (enforce, monitor, explain).",
+            ["lane"],
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.judge_lane_wait_seconds = Gauge(
+            "bias_judge_lane_wait_seconds",
+            "Seconds judge calls waited for the limiter since the start, by lane.",
+            ["lane"],
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
         self.scorings_in_flight = Gauge(
             "bias_scorings_in_flight",
             "Monitor-mode scorings under way.",

@@ -15,7 +15,7 @@ from gateway.config import Settings
 from gateway.observability.metrics import Metrics
 from gateway.scoring.request import ScoreRequest
 from guard.judge import Judge
-from guard.limits import JudgeLimiter, Lane, caller, calling_as
+from guard.limits import LANES, JudgeLimiter, Lane, caller, calling_as
 
 __all__ = ["enforcing", "explaining", "monitoring", "observe_limiter"]
 
@@ -53,8 +53,12 @@ def explaining(*, deferred: bool = False) -> Iterator[None]:
 
 
 def observe_limiter(judge: Judge, metrics: Metrics) -> None:
-    """Set the judge limiter's gauges: calls in flight, and the concurrency limit."""
+    """Set the judge limiter's gauges: calls in flight, the concurrency limit, and each
+    lane's calls and time waited."""
     limiter = getattr(judge, "limiter", None)
     if isinstance(limiter, JudgeLimiter):
         metrics.judge_in_flight.set(limiter.stats.in_flight)
         metrics.judge_concurrency_limit.set(limiter.limit or 0)
+        for lane in LANES:
+            metrics.judge_lane_calls.labels(lane.value).set(limiter.stats.calls[lane])
+            metrics.judge_lane_wait_seconds.labels(lane.value).set(limiter.stats.waited[lane])

@@ -35,6 +35,7 @@ class LimiterStats:
     in_flight: int = 0
     rate_limited: int = 0  # 429s seen
     calls: dict[Lane, int] = field(default_factory=lambda: dict.fromkeys(LANES, 0))  # let through
+    waited: dict[Lane, float] = field(default_factory=lambda: dict.fromkeys(LANES, 0.0))  # seconds
 
 
 class _Waiter:
@@ -239,8 +240,10 @@ class JudgeLimiter:
             self._running[waiter.caller.lane] += 1
             self.stats.calls[waiter.caller.lane] += 1
             waiter.future.set_result(None)
-            if self.on_wait is not None and now > waiter.queued:
-                self.on_wait(now - waiter.queued)
+            if now > waiter.queued:
+                self.stats.waited[waiter.caller.lane] += now - waiter.queued
+                if self.on_wait is not None:
+                    self.on_wait(now - waiter.queued)
 
     def _wake_in(self, seconds: float, now: float) -> None:
         at = now + seconds

@@ -54,6 +54,10 @@ def test_each_kind_of_judge_call_goes_in_its_lane(
     assert record["reason_status"] == "done"
     # A monitor job explains at once, but its explanation is still the last lane's.
     assert calls == {Lane.ENFORCE: 2, Lane.MONITOR: 2, Lane.EXPLAIN: 2}
+    with gateway.http("sk-watch") as http:
+        scrape = http.get("/metrics").text
+    assert 'bias_judge_lane_calls{lane="explain"} 2.0' in scrape
+    assert 'bias_judge_lane_wait_seconds{lane="enforce"}' in scrape
 
 
 @pytest.mark.parametrize(
