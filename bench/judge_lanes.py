@@ -55,7 +55,9 @@ JUDGE_RPS = 600.0
 BASELINE_RATE = 20.0
 KEYS = {"enforce": "sk-enforce", "monitor": "sk-monitor", "small": "sk-small"}
 _LIMIT = re.compile(r"^bias_judge_concurrency_limit (\S+)$", re.MULTILINE)
-_LANE = re.compile(r'^bias_judge_lane_(calls|wait_seconds)\{lane="(\w+)"\} (\S+)$', re.MULTILINE)
+_LANE = re.compile(
+    r'^bias_judge_lane_(calls|wait_seconds|answer_seconds)\{lane="(\w+)"\} (\S+)$', re.MULTILINE
+)
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,8 @@ def _scored_share(load: _Load, store: Path) -> float | None:
 
 
 def _lane_waits(gateway: ServerProcess) -> dict[str, dict[str, float]]:
-    """Judge calls each lane let through, and the mean milliseconds they waited for a slot."""
+    """Judge calls each lane let through, and the mean milliseconds they waited for a slot
+    and the judge took to answer (as the gateway saw it)."""
     request = urllib.request.Request(
         f"{gateway.url}/metrics", headers={"authorization": f"Bearer {KEYS['monitor']}"}
     )
@@ -205,12 +208,16 @@ def _lane_waits(gateway: ServerProcess) -> dict[str, dict[str, float]]:
     found: dict[str, dict[str, float]] = {}
     for name, lane, value in _LANE.findall(text):
         found.setdefault(lane, {})[name] = float(value)
+
+    def mean_ms(values: dict[str, float], name: str) -> float:
+        calls = values.get("calls")
+        return round(1000 * values.get(name, 0.0) / calls, 1) if calls else 0.0
+
     return {
         lane: {
             "calls": values.get("calls", 0.0),
-            "mean_wait_ms": round(1000 * values.get("wait_seconds", 0.0) / values["calls"], 1)
-            if values.get("calls")
-            else 0.0,
+            "mean_wait_ms": mean_ms(values, "wait_seconds"),
+            "mean_answer_ms": mean_ms(values, "answer_seconds"),
         }
         for lane, values in found.items()
     }
@@ -377,11 +384,16 @@ def markdown(results: dict[str, Any]) -> str:
                 cell["reached_80pct_s"],
             ]  # fmt: skip
             lines.append("| " + " | ".join(_fmt(value) for value in values) + " |")
-    lines += ["", "| cell | lane | judge calls | mean wait for a slot, ms |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "| cell | lane | judge calls | mean wait for a slot, ms | mean judge answer, ms |",
+        "|---|---|---|---|---|",
+    ]
     for cell in results["cells"]:
         for lane, figures in (cell.get("lanes") or {}).items():
             lines.append(
-                f"| {cell['cell']} | {lane} | {figures['calls']:g} | {figures['mean_wait_ms']:g} |"
+                f"| {cell['cell']} | {lane} | {figures['calls']:g} | {figures['mean_wait_ms']:g}"
+                f" | {figures.get('mean_answer_ms', 0):g} |"
             )
     lines += ["", "| target | wanted | measured | met |", "|---|---|---|---|"]
     for target in results.get("targets", []):
@@ -421,10 +433,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.scale == 1 else f"-x{args.scale:g}"
-    stem = args.out / f"judge-lanes-{results['meta']['date']}{suffix}"
-    stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    stem = f"judge-lanes-{results['meta']['date']}{suffix}"
+    (args.out / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
     meta = results["meta"]
-    stem.with_suffix(".md").write_text(
+    (args.out / f"{stem}.md").write_text(
         f"# Judge lanes, {meta['date']} ({meta['cores']} cores, load average"
         f" {meta['load_average_before']} before, {meta['load_average_after']} after)\n\n"
         f"Judge: 1 s ± 30 % a call, 429 above {JUDGE_RPS * args.scale:g} calls/s. Paced"
@@ -432,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         " names give them at x1).\n\n" + markdown(results) + "\n"
     )
     print(markdown(results))
-    print(f"wrote {stem}.json, {stem}.md")
+    print(f"wrote {args.out / stem}.json, {args.out / stem}.md")
     return 0
 
 

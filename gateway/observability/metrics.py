@@ -184,6 +184,13 @@ class Metrics:
             registry=registry,
             multiprocess_mode="livesum",
         )
+        self.judge_lane_answer_seconds = Gauge(
+            "bias_judge_lane_answer_seconds",
+            "Seconds the judge took to answer the calls let through since the start, by lane.",
+            ["lane"],
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
         self.scorings_in_flight = Gauge(
             "bias_scorings_in_flight",
             "Monitor-mode scorings under way.",

@@ -54,7 +54,7 @@ def explaining(*, deferred: bool = False) -> Iterator[None]:
 
 def observe_limiter(judge: Judge, metrics: Metrics) -> None:
     """Set the judge limiter's gauges: calls in flight, the concurrency limit, and each
-    lane's calls and time waited."""
+    lane's calls, time waited and time answering."""
     limiter = getattr(judge, "limiter", None)
     if isinstance(limiter, JudgeLimiter):
         metrics.judge_in_flight.set(limiter.stats.in_flight)
@@ -62,3 +62,5 @@ def observe_limiter(judge: Judge, metrics: Metrics) -> None:
         for lane in LANES:
             metrics.judge_lane_calls.labels(lane.value).set(limiter.stats.calls[lane])
             metrics.judge_lane_wait_seconds.labels(lane.value).set(limiter.stats.waited[lane])
+            answering = limiter.stats.answering[lane]
+            metrics.judge_lane_answer_seconds.labels(lane.value).set(answering)

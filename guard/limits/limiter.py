@@ -30,12 +30,14 @@ __all__ = ["JudgeLimiter", "LimiterStats"]
 
 @dataclass(slots=True)
 class LimiterStats:
-    """Running counts, for metrics."""
+    """Running counts, for metrics: per lane, the calls let through, the seconds they
+    waited to go, and the seconds the judge took to answer them."""
 
     in_flight: int = 0
     rate_limited: int = 0  # 429s seen
     calls: dict[Lane, int] = field(default_factory=lambda: dict.fromkeys(LANES, 0))  # let through
     waited: dict[Lane, float] = field(default_factory=lambda: dict.fromkeys(LANES, 0.0))  # seconds
+    answering: dict[Lane, float] = field(default_factory=lambda: dict.fromkeys(LANES, 0.0))  # s
 
 
 class _Waiter:
@@ -153,9 +155,10 @@ class JudgeLimiter:
             if call.limited:
                 pass
             elif answered:
+                latency = now - call.sent
+                self.stats.answering[waiter.caller.lane] += latency
                 self._pauses.succeeded(call.sent, probe=waiter.probe)
                 if self.adaptive is not None:
-                    latency = now - call.sent
                     self.adaptive.answered(latency, started=call.sent, now=now, busy=waiter.busy)
                     self.adaptive.plan(self._budget_per_second())
             else:

@@ -58,6 +58,7 @@ def test_each_kind_of_judge_call_goes_in_its_lane(
         scrape = http.get("/metrics").text
     assert 'bias_judge_lane_calls{lane="explain"} 2.0' in scrape
     assert 'bias_judge_lane_wait_seconds{lane="enforce"}' in scrape
+    assert 'bias_judge_lane_answer_seconds{lane="monitor"}' in scrape
 
 
 @pytest.mark.parametrize(

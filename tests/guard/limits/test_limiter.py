@@ -291,6 +291,22 @@ async def test_auto_concurrency_is_capped_at_what_the_request_budget_needs() -> 
     assert limiter.limit == 6
 
 
+async def test_the_stats_count_calls_waits_and_answers_by_lane() -> None:
+    clock = FakeClock()
+    limiter = JudgeLimiter(clock=clock)
+    with calling_as(Lane.ENFORCE, "a"):
+        async with limiter.call():
+            clock.advance(0.5)  # the judge's answer took half a second
+    limiter.rate_limited(2.0)
+    with calling_as(Lane.EXPLAIN):
+        async with limiter.call():  # waited out the pause first
+            pass
+    stats = limiter.stats
+    assert stats.calls == {Lane.ENFORCE: 1, Lane.MONITOR: 0, Lane.EXPLAIN: 1}
+    assert stats.answering[Lane.ENFORCE] == pytest.approx(0.5)
+    assert stats.waited == {Lane.ENFORCE: 0.0, Lane.MONITOR: 0.0, Lane.EXPLAIN: pytest.approx(2.0)}
+
+
 def test_deadlines_nest_and_the_nearer_one_wins() -> None:
     assert remaining() is None
     with deadline(10):
