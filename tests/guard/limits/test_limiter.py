@@ -187,6 +187,34 @@ async def test_a_freed_slot_goes_to_enforce_before_monitor_work_queued_earlier()
     assert limiter.stats.in_flight == 0
 
 
+async def test_within_the_enforce_lane_keys_take_turns_by_weight() -> None:
+    limiter = JudgeLimiter(max_concurrency=1)
+    release = asyncio.Event()
+    entered: list[str] = []
+
+    async def one(key: str, weight: float = 1.0, hold: bool = False) -> None:
+        with calling_as(Lane.ENFORCE, key, weight):
+            async with limiter.call():
+                entered.append(key)
+                if hold:
+                    await release.wait()
+
+    tasks = [asyncio.create_task(one("first", hold=True))]
+    await eventually(lambda: limiter.stats.in_flight == 1, "the slot taken")
+    tasks += [asyncio.create_task(one("flood")) for _ in range(8)]  # queued first
+    tasks += [asyncio.create_task(one("paying", weight=2.0)) for _ in range(4)]
+    tasks += [asyncio.create_task(one("small")) for _ in range(2)]
+    await eventually(lambda: limiter.waiting == 14, "all queued")
+    release.set()
+    await asyncio.gather(*tasks)
+    # The flood went first only by a turn: the others were served while it still waited,
+    # the key of weight 2 twice as often.
+    assert entered[1:9] == [
+        "flood", "paying", "small", "paying", "flood", "paying", "small", "paying"
+    ]  # fmt: skip
+    assert entered[9:] == ["flood"] * 6
+
+
 async def test_after_a_pause_one_probe_goes_first_then_the_rest_at_once() -> None:
     clock = FakeClock()
     limiter = JudgeLimiter(clock=clock, max_pause=5.0)
