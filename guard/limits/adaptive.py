@@ -3,9 +3,9 @@
 The limit starts low and grows while answers come back as fast as before and no
 429 comes: by one slot per answer at first (it doubles each round trip, a slow
 start like TCP's), by one slot per round trip after the first back-off. A 429,
-or answers taking `tolerance` times longer than the fastest seen, cut it by a
-factor (`decrease`), at most once per round trip: the answers to calls sent
-before a cut say nothing about the new limit.
+a call that timed out, or answers taking `tolerance` times longer than the
+fastest seen, cut it by a factor (`decrease`), at most once per round trip:
+the answers to calls sent before a cut say nothing about the new limit.
 
 The judge's request and token budgets, when known, cap it too: by Little's law
 a judge that answers in L seconds needs no more than budget-per-second x L
@@ -74,6 +74,10 @@ class AdaptiveLimit:
 
     def rate_limited(self, *, started: float, now: float) -> None:
         """A call sent at `started` got a 429."""
+        self._cut(started, now)
+
+    def timed_out(self, *, started: float, now: float) -> None:
+        """A call sent at `started` got no answer in time: latency past any tolerance."""
         self._cut(started, now)
 
     def _cut(self, started: float, now: float) -> None:

@@ -144,10 +144,13 @@ class JudgeLimiter:
         waiter = await self._admit(caller(), estimated_tokens)
         call = _Call(self, waiter, self.clock.monotonic())
         self.stats.in_flight += 1
-        answered = False
+        answered = timed_out = False
         try:
             yield call
             answered = True
+        except JudgeTimeout:  # the judge's own answer was too slow: the deadline is outside
+            timed_out = True
+            raise
         finally:
             self.stats.in_flight -= 1
             self._running[waiter.caller.lane] -= 1
@@ -163,6 +166,8 @@ class JudgeLimiter:
                     self.adaptive.plan(self._budget_per_second())
             else:
                 self._pauses.failed(probe=waiter.probe)
+                if timed_out and self.adaptive is not None:
+                    self.adaptive.timed_out(started=call.sent, now=now)
             self._pump()
 
     async def sleep(self, seconds: float) -> None:

@@ -307,6 +307,16 @@ async def test_auto_concurrency_grows_then_backs_off_at_the_judges_limit(
     assert fake_openai.rate_limited < 0.2 * fake_openai.judge_calls()
 
 
+async def test_a_judge_call_that_times_out_cuts_auto_concurrency() -> None:
+    clock = FakeClock()
+    limiter = JudgeLimiter(adaptive=AdaptiveLimit(start=10, ceiling=64), clock=clock)
+    with pytest.raises(JudgeTimeout):
+        async with limiter.call():
+            raise JudgeTimeout("the judge took longer than judge.timeout")
+    assert limiter.limit == 9
+    assert limiter.stats.in_flight == 0
+
+
 async def test_auto_concurrency_is_capped_at_what_the_request_budget_needs() -> None:
     clock = FakeClock()
     adaptive = AdaptiveLimit(start=64, ceiling=512)
