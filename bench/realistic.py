@@ -142,19 +142,6 @@ async def _open_loop(
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-
-        async def one(sent: _Sent) -> None:
-            try:
-                async with session.post(f"{url}/v1/chat/completions", json=body) as response:
-                    await response.read()
-                    sent.status = response.status
-                    sent.run_id = response.headers.get("x-bias-run-id")
-                    sent.bias_status = response.headers.get("x-bias-status")
-            except (aiohttp.ClientError, TimeoutError):
-                sent.status = None
-            sent.latency_ms = (time.perf_counter() - sent.started) * 1000
-            sent.ended_wall = time.time()
-
         sampler = asyncio.create_task(_sample(load, gateway, judge_port))
         tasks = []
         begin = time.perf_counter()
@@ -165,7 +152,7 @@ async def _open_loop(
                 await asyncio.sleep(delay)
             sent = _Sent(started=time.perf_counter())
             load.sent.append(sent)
-            tasks.append(asyncio.create_task(one(sent)))
+            tasks.append(asyncio.create_task(_post(session, url, body, sent)))
         await asyncio.gather(*tasks)
         if store is not None:
             load.settled_s = await asyncio.to_thread(_wait_settled, store, drain_timeout)
@@ -173,6 +160,28 @@ async def _open_loop(
         with contextlib.suppress(asyncio.CancelledError):
             await sampler
     return load
+
+
+async def _post(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: dict[str, Any],
+    sent: _Sent,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """One chat completion; what came back goes into `sent`."""
+    try:
+        async with session.post(
+            f"{url}/v1/chat/completions", json=body, headers=headers
+        ) as response:
+            await response.read()
+            sent.status = response.status
+            sent.run_id = response.headers.get("x-bias-run-id")
+            sent.bias_status = response.headers.get("x-bias-status")
+    except (aiohttp.ClientError, TimeoutError):
+        sent.status = None
+    sent.latency_ms = (time.perf_counter() - sent.started) * 1000
+    sent.ended_wall = time.time()
 
 
 async def _sample(load: _Load, gateway: ServerProcess | None, judge_port: int) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -37,6 +38,7 @@ __all__ = [
     "check_status",
     "openai_request",
     "rate_limit_delay",
+    "rate_limit_refill",
     "read_completion",
     "refuses_format",
     "response_format",
@@ -116,13 +118,22 @@ class RetryableFailure(Exception):
     """Raised by `send_once` for a failure worth retrying: 429, 5xx, a refused connection.
 
     `status_code` is the HTTP status (None without a response); `retry_after`
-    the seconds the endpoint asked to wait, if it said.
+    the seconds the endpoint asked to wait, if it said; `refill` the seconds until
+    its budget is full again (a wait is at most that, usually much less).
     """
 
-    def __init__(self, message: str, status_code: int | None, retry_after: float | None) -> None:
+    def __init__(
+        self,
+        message: str,
+        status_code: int | None,
+        retry_after: float | None,
+        *,
+        refill: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.retry_after = retry_after
+        self.refill = refill
 
 
 def openai_request(
@@ -158,6 +169,8 @@ def check_status(
     text: str,
     response_format: dict[str, Any] | None,
     retry_after: str | float | None,
+    *,
+    refill: float | None = None,
 ) -> None:
     """Raise the judge error an HTTP status means; return for a 2xx/3xx.
 
@@ -165,13 +178,13 @@ def check_status(
     (`refuses_format`); else `RetryableFailure` for 408, 409, 429 and 5xx, and
     `JudgeUnavailable` for any other 4xx. `text` is the response body (quoted in
     the error), `retry_after` the `Retry-After` header, or seconds already read by
-    `rate_limit_delay`.
+    `rate_limit_delay`; `refill` what `rate_limit_refill` read.
     """
     if response_format is not None and refuses_format(status, text):
         raise FormatRejected(f"judge refused response_format (HTTP {status}): {text[:200]}")
     if status in _RETRYABLE_STATUS:
         delay = retry_after_seconds(retry_after) if isinstance(retry_after, str) else retry_after
-        raise RetryableFailure(f"judge answered HTTP {status}", status, delay)
+        raise RetryableFailure(f"judge answered HTTP {status}", status, delay, refill=refill)
     if status >= 400:
         raise JudgeUnavailable(f"judge answered HTTP {status}: {text[:200]}", status_code=status)
 
@@ -230,13 +243,18 @@ def weaker(mode: StructuredMode) -> StructuredMode:
 
 
 def retry_after_seconds(value: str | None) -> float | None:
-    """A `Retry-After` header (seconds or an HTTP date) as seconds from now, or None."""
+    """A `Retry-After` header (seconds or an HTTP date) as seconds from now, or None.
+
+    What is no finite time (`inf`, `nan`, words) is None: it cannot be waited for.
+    """
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         parsed = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -245,20 +263,58 @@ def retry_after_seconds(value: str | None) -> float | None:
 
 
 def rate_limit_delay(headers: Mapping[str, str]) -> float | None:
-    """Seconds a 429 asks the client to wait, from `Retry-After` or `x-ratelimit-reset-*`.
+    """Seconds a 429 asks the client to wait, or None when its headers do not say.
 
-    `Retry-After` is seconds or an HTTP date; OpenAI's reset headers are
-    durations like `1s`, `6m0s` or `250ms`. The longest one wins.
+    `Retry-After` (seconds or an HTTP date) is a wait. OpenAI's
+    `x-ratelimit-reset-requests` is not: it is "the time until the rate limit
+    (based on requests) resets to its initial state", a full bucket
+    (platform.openai.com/docs/guides/rate-limits, "Rate limits in headers").
+    One more request comes when one of the spent ones has been refilled: with
+    `x-ratelimit-limit-requests` and `x-ratelimit-remaining-requests` given,
+    that is the reset time divided by the requests spent.
 
-    >>> rate_limit_delay({"x-ratelimit-reset-requests": "1m30s", "retry-after": "2"})
-    90.0
+    >>> rate_limit_delay({"retry-after": "2", "x-ratelimit-reset-requests": "6m0s"})
+    2.0
+    >>> rate_limit_delay({"x-ratelimit-reset-requests": "6m0s",
+    ...     "x-ratelimit-limit-requests": "3600", "x-ratelimit-remaining-requests": "0"})
+    0.1
     """
     lowered = {name.lower(): value for name, value in headers.items()}
-    delays = [retry_after_seconds(lowered.get("retry-after"))]
-    for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"):
-        delays.append(_duration(lowered.get(name)))
-    found = [delay for delay in delays if delay is not None]
+    asked = retry_after_seconds(lowered.get("retry-after"))
+    if asked is not None:
+        return asked
+    reset = _duration(lowered.get("x-ratelimit-reset-requests"))
+    limit = _number(lowered.get("x-ratelimit-limit-requests"))
+    left = _number(lowered.get("x-ratelimit-remaining-requests"))
+    if reset is None or limit is None or left is None or limit <= left:
+        return None
+    return reset / (limit - left)
+
+
+def rate_limit_refill(headers: Mapping[str, str]) -> float | None:
+    """Seconds until the judge's budgets are full again (`x-ratelimit-reset-requests`,
+    `x-ratelimit-reset-tokens`, durations like `1s`, `6m0s`, `20ms`): no call need wait
+    longer, and most need much less. None when neither header is there.
+
+    >>> rate_limit_refill({"x-ratelimit-reset-requests": "20ms",
+    ...     "x-ratelimit-reset-tokens": "6m0s"})
+    360.0
+    """
+    lowered = {name.lower(): value for name, value in headers.items()}
+    found = [
+        delay
+        for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+        if (delay := _duration(lowered.get(name))) is not None
+    ]
     return max(found) if found else None
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        number = float(value) if value else None
+    except ValueError:
+        return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def _duration(value: str | None) -> float | None:
@@ -266,9 +322,11 @@ def _duration(value: str | None) -> float | None:
         return None
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     parts = _DURATION.findall(value)
     if not parts or "".join(number + unit for number, unit in parts) != value:
         return None

@@ -157,9 +157,16 @@ class JudgeSettings(Model):
     # A small local model held to a schema may otherwise write until its context is full.
     max_tokens: OptionalPositiveInt = None
     scale: PositiveFloat = 1.0
-    # Judge calls in flight at once, monitor and enforce together. Scoring keeps pace
-    # with about max_concurrency / (round trips per score x seconds per call) req/s.
-    max_concurrency: Annotated[int, Field(ge=1)] = 512
+    # Judge calls in flight at once, all lanes together (enforce first, then monitor, then
+    # explanations; docs/policies.md). Scoring keeps pace with about max_concurrency /
+    # (round trips per score x seconds per call) req/s. `auto` finds what the judge
+    # sustains, from concurrency_start up to concurrency_ceiling.
+    max_concurrency: Annotated[int, Field(ge=1)] | Literal["auto"] = 512
+    concurrency_start: Annotated[int, Field(ge=1)] = 8
+    concurrency_ceiling: Annotated[int, Field(ge=1)] = 512
+    # The longest a 429 pauses every judge call, whatever the judge asked for; then one
+    # probe call finds out whether it is over (docs/policies.md).
+    max_pause: Annotated[float, Field(gt=0, le=60)] = 5.0
     # Optional budgets, enforced before calls are sent (a 429 pauses the client anyway).
     max_requests_per_minute: OptionalPositiveFloat = None
     max_tokens_per_minute: OptionalPositiveFloat = None
@@ -204,6 +211,12 @@ class JudgeSettings(Model):
     def reason_mode(self) -> ReasonMode:
         return "off" if self.include_reason is False else self.reason
 
+    @property
+    def concurrency_bound(self) -> int:
+        """The most judge calls ever in flight: `max_concurrency`, or its ceiling when auto."""
+        auto = self.max_concurrency == "auto"
+        return self.concurrency_ceiling if auto else int(self.max_concurrency)
+
     def bias_categories(self) -> list[Category]:
         """The categories in force, as the scorer takes them."""
         chosen = (
@@ -218,6 +231,15 @@ class JudgeSettings(Model):
         if self.batch_size > 1 and self.pipeline != "single":
             raise ValueError(
                 "judge.batch_size above 1 needs pipeline: single (one call judges a batch)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _ordered_concurrency(self) -> Self:
+        if self.concurrency_start > self.concurrency_ceiling:
+            raise ValueError(
+                f"judge.concurrency_start ({self.concurrency_start}) must not exceed"
+                f" judge.concurrency_ceiling ({self.concurrency_ceiling})"
             )
         return self
 

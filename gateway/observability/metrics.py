@@ -164,6 +164,33 @@ class Metrics:
             registry=registry,
             multiprocess_mode="livesum",
         )
+        self.judge_concurrency_limit = Gauge(
+            "bias_judge_concurrency_limit",
+            "Judge calls that may be in flight now (judge.max_concurrency, or what auto found).",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.judge_lane_calls = Gauge(
+            "bias_judge_lane_calls",
+            "Judge calls let through since the start, by lane (enforce, monitor, explain).",
+            ["lane"],
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.judge_lane_wait_seconds = Gauge(
+            "bias_judge_lane_wait_seconds",
+            "Seconds judge calls waited for the limiter since the start, by lane.",
+            ["lane"],
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.judge_lane_answer_seconds = Gauge(
+            "bias_judge_lane_answer_seconds",
+            "Seconds the judge took to answer the calls let through since the start, by lane.",
+            ["lane"],
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
         self.scorings_in_flight = Gauge(
             "bias_scorings_in_flight",
             "Monitor-mode scorings under way.",

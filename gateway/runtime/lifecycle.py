@@ -25,7 +25,7 @@ from gateway.store import CacheEntry, Store, open_store
 from gateway.upstream.client import Upstream
 from gateway.work.claims import Claimer
 from guard import BiasScorer, Judge, LiteLLMJudge
-from guard.limits import JudgeLimiter
+from guard.limits import AdaptiveLimit, JudgeLimiter
 
 __all__ = [
     "Judges",
@@ -52,8 +52,15 @@ def build_judge(
     `limiter` when given (a reloaded judge keeps its predecessor's), else a new one."""
     judge = settings.judge
     if limiter is None:
+        auto = judge.max_concurrency == "auto"
         limiter = JudgeLimiter(
-            max_concurrency=judge.max_concurrency,
+            max_concurrency=judge.concurrency_bound,
+            adaptive=(
+                AdaptiveLimit(start=judge.concurrency_start, ceiling=judge.concurrency_ceiling)
+                if auto
+                else None
+            ),
+            max_pause=judge.max_pause,
             requests_per_minute=judge.max_requests_per_minute,
             tokens_per_minute=judge.max_tokens_per_minute,
             on_rate_limited=(lambda _: metrics.judge_rate_limited.inc()) if metrics else None,

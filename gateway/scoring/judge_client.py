@@ -25,7 +25,13 @@ from guard import (
     RetryableFailure,
     StructuredMode,
 )
-from guard.wire import check_status, openai_request, rate_limit_delay, read_completion
+from guard.wire import (
+    check_status,
+    openai_request,
+    rate_limit_delay,
+    rate_limit_refill,
+    read_completion,
+)
 
 __all__ = ["AiohttpJudge"]
 
@@ -82,9 +88,10 @@ class AiohttpJudge(BaseJudge):
                 text = await response.text()
                 status = response.status
                 retry_after = rate_limit_delay(response.headers)
+                refill = rate_limit_refill(response.headers)
         except TimeoutError as exc:
             raise JudgeTimeout(f"judge call to {url} timed out after {self.timeout}s") from exc
         except aiohttp.ClientError as exc:
             raise RetryableFailure(f"judge at {url} unreachable: {exc!r}", None, None) from exc
-        check_status(status, text, response_format, retry_after)
+        check_status(status, text, response_format, retry_after, refill=refill)
         return read_completion(text)

@@ -1,6 +1,8 @@
 """Deferred explanations: a score goes out at once, its explanation is written after.
 
-They are bounded like the monitor queue: past `room` explanations waiting, a
+Their judge calls go in the last lane (`gateway.scoring.lanes`): an enforced
+response, or a monitor verdict, never waits behind one. They are bounded like
+the monitor queue: past `room` explanations waiting, a
 score's explanation is `skipped` (`reason_backlog`). At shutdown the drain
 waits for them, then records the unfinished ones as `dropped`.
 """
@@ -15,6 +17,7 @@ import structlog
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
 from gateway.scoring.judging import Judging
+from gateway.scoring.lanes import explaining
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.recording import Recorder
 from gateway.scoring.request import ScoreRequest
@@ -68,10 +71,13 @@ class DeferredReasons:
     async def _run(
         self, request: ScoreRequest, outcome: Outcome, texts: list[str], judging: Judging
     ) -> None:
-        with self.telemetry.tracer.start_as_current_span(
-            "evaluation bias explanation",
-            context=request.chat_context(),
-            attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
+        with (
+            explaining(deferred=True),
+            self.telemetry.tracer.start_as_current_span(
+                "evaluation bias explanation",
+                context=request.chat_context(),
+                attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
+            ),
         ):
             await self.explain(outcome, texts, judging)
         self.recorder.finish(request, outcome, texts)

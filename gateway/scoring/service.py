@@ -38,6 +38,7 @@ from gateway.scoring.batching import BatchPlan
 from gateway.scoring.cache import ScoreCache
 from gateway.scoring.fairness import key_of
 from gateway.scoring.judging import Judging
+from gateway.scoring.lanes import enforcing, explaining, monitoring, observe_limiter
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.policy import explained_for
 from gateway.scoring.queue import MonitorQueue
@@ -75,7 +76,7 @@ class Scoring:
         `queue.scorer` says; a gateway with `queue.scorer: external` scores only in
         enforce mode and stores monitor work for the scorers."""
         judge, queue = settings.judge, settings.queue
-        concurrency = judge.max_concurrency
+        concurrency = judge.concurrency_bound
         queue_size = concurrency if scorer_process else queue.size
         capture_content = settings.store.capture_content
         # Monitor jobs are stored for scorer processes only.
@@ -162,9 +163,7 @@ class Scoring:
         self.metrics.queue_depth.set(self.queue_depth)
         self.metrics.scorings_in_flight.set(self.in_flight)
         self.metrics.store_buffered.set(self.recorder.store.backlog().held)
-        limiter = getattr(self.scorer.judge, "limiter", None)
-        if isinstance(limiter, limits.JudgeLimiter):
-            self.metrics.judge_in_flight.set(limiter.stats.in_flight)
+        observe_limiter(self.scorer.judge, self.metrics)
         for key, rate in self.shedder.rates().items():
             self.metrics.overload_rate.labels(key or "-").set(rate)
 
@@ -180,13 +179,11 @@ class Scoring:
     # -- the two paths -------------------------------------------------------------
 
     async def score(self, request: ScoreRequest, texts: list[str]) -> Outcome:
-        """Score now, on the request path (enforce mode), within `enforce_deadline`.
-
-        Never raises for judge failures: see `Outcome.status`. A judge that
-        cannot answer by the deadline (rate-limited, or every slot taken) gives
-        `error` with `JudgeTimeout`, which the policy's `on_judge_error` decides.
-        """
-        with limits.deadline(self.enforce_deadline):
+        """Score now, on the request path (enforce mode: the judge's first lane), within
+        `enforce_deadline`. Never raises for judge failures: see `Outcome.status`. A judge
+        that cannot answer by the deadline (rate-limited, or every slot taken) gives
+        `error` with `JudgeTimeout`, which the policy's `on_judge_error` decides."""
+        with limits.deadline(self.enforce_deadline), enforcing(request, self.settings):
             return await self._score(request, texts, in_request=True)
 
     async def _score(
@@ -226,7 +223,8 @@ class Scoring:
         return outcome
 
     async def _explain(self, outcome: Outcome, texts: list[str], judging: Judging) -> None:
-        new = await judging.explain(outcome, texts[outcome.text_index])
+        with explaining():
+            new = await judging.explain(outcome, texts[outcome.text_index])
         if new is not None:
             self.recorder.observe_cost(new, steps={"generate_reason"})
 
@@ -346,7 +344,8 @@ class Scoring:
     async def _run_job(self, request: ScoreRequest, texts: list[str]) -> None:
         """One queued monitor job (`MonitorQueue`'s runner)."""
         try:
-            await self._score(request, texts)
+            with monitoring(request, self.settings):
+                await self._score(request, texts)
         except asyncio.CancelledError:
             raise
         except Exception:  # a scorer bug must not stop the others

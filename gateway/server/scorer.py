@@ -94,7 +94,7 @@ def create_scorer_app(
                 worker=scoring.worker,
                 store=runtime.store.describe(),
                 judge_model=settings.judge.model,
-                concurrency=settings.judge.max_concurrency,
+                concurrency=settings.judge.concurrency_bound,
                 lease_seconds=settings.queue.lease_seconds,
             )
 

@@ -55,7 +55,8 @@ class BaseJudge:
     OpenAI-compatible parts:
 
         from guard import BaseJudge, JudgeReply, RetryableFailure, StructuredMode
-        from guard.wire import check_status, openai_request, rate_limit_delay, read_completion
+        from guard.wire import check_status, openai_request, rate_limit_delay, rate_limit_refill
+        from guard.wire import read_completion
 
         class MyJudge(BaseJudge):
             def __init__(self, client: MyClient, url: str, model: str) -> None:
@@ -76,13 +77,14 @@ class BaseJudge:
                     raise RetryableFailure(f"judge unreachable: {exc}", None, None) from exc
                 check_status(
                     response.status, response.text, response_format,
-                    rate_limit_delay(response.headers),
+                    rate_limit_delay(response.headers), refill=rate_limit_refill(response.headers),
                 )
                 return read_completion(response.text)
 
     `complete()` (the `Judge` protocol) then adds the rest. Every call goes
-    through `limiter` (see `guard.limits`). A 429 pauses the whole client and
-    is retried, not counted against `max_retries`: the call waits until its
+    through `limiter` (see `guard.limits`). A 429 pauses the whole client (at
+    most the limiter's `max_pause`, then one probe call goes first) and is
+    retried, not counted against `max_retries`: the call waits until its
     deadline (`guard.limits.deadline`) or, without one, for up to
     `rate_limit_wait` seconds of 429s, then gives up. Other retryable failures
     (5xx, refused connections) are retried `max_retries` times, `backoff`
@@ -159,17 +161,22 @@ class BaseJudge:
         attempt = 0
         rate_limited_since: float | None = None
         while True:
+            pause: float | None = None
             try:
                 async with limiter.call(estimated) as call:
-                    reply = await self.send_once(messages, response_format)
+                    try:
+                        reply = await self.send_once(messages, response_format)
+                    except RetryableFailure as exc:
+                        if exc.status_code == 429:
+                            pause = call.rate_limited(exc.retry_after, exc.refill)
+                        raise
                     used = reply.usage.prompt_tokens + reply.usage.completion_tokens
                     if used:
                         call.settle(used)
             except RetryableFailure as exc:
-                if exc.status_code == 429:
+                if pause is not None:
                     now = limiter.clock.monotonic()
                     rate_limited_since = rate_limited_since or now
-                    pause = limiter.rate_limited(exc.retry_after)
                     if now + pause - rate_limited_since > self.rate_limit_wait:
                         raise JudgeUnavailable(
                             f"{exc}: still rate-limited after {now - rate_limited_since:.0f}s",
@@ -187,7 +194,6 @@ class BaseJudge:
                 attempt += 1
                 await limiter.sleep(min(delay, 10.0))
                 continue
-            limiter.succeeded()
             return reply
 
     async def send_once(

@@ -22,6 +22,7 @@ from guard.wire import (
     check_status,
     openai_request,
     rate_limit_delay,
+    rate_limit_refill,
     read_completion,
 )
 
@@ -102,7 +103,11 @@ class OpenAIJudge(BaseJudge):
         except httpx.TransportError as exc:
             raise RetryableFailure(f"judge at {url} unreachable: {exc!r}", None, None) from exc
         check_status(
-            response.status_code, response.text, response_format, rate_limit_delay(response.headers)
+            response.status_code,
+            response.text,
+            response_format,
+            rate_limit_delay(response.headers),
+            refill=rate_limit_refill(response.headers),
         )
         return read_completion(response.text)
 

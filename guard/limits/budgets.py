@@ -1,0 +1,44 @@
+"""Request and token budgets a minute: token buckets that refill continuously."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["Bucket", "estimate_tokens"]
+
+
+class Bucket:
+    """A token bucket of `per_minute` tokens that refills continuously."""
+
+    def __init__(self, per_minute: float, now: float) -> None:
+        if per_minute <= 0:
+            raise ValueError("a per-minute budget must be > 0")
+        self.capacity = float(per_minute)
+        self.rate = per_minute / 60.0  # tokens a second
+        self.tokens = self.capacity
+        self.updated = now
+
+    def _refill(self, now: float) -> None:
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+
+    def wait_for(self, amount: float, now: float) -> float:
+        """Seconds until `amount` tokens are there (0 when they are now)."""
+        self._refill(now)
+        amount = min(amount, self.capacity)
+        if self.tokens >= amount:
+            return 0.0
+        return (amount - self.tokens) / self.rate
+
+    def take(self, amount: float, now: float) -> None:
+        self._refill(now)
+        self.tokens -= min(amount, self.capacity)
+
+    def give_back(self, amount: float) -> None:
+        # Settling may leave a debt (negative tokens): the next calls wait it out.
+        self.tokens = min(self.capacity, self.tokens + amount)
+
+
+def estimate_tokens(texts: list[str], expected_output: int = 256) -> int:
+    """A rough count before the call: about 4 characters a token, plus the answer."""
+    return math.ceil(sum(len(text) for text in texts) / 4) + expected_output

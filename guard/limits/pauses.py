@@ -1,0 +1,107 @@
+"""429 pauses: how long, capped, and the half-open probe that ends them.
+
+A 429 pauses every call of the client:
+
+- for what `Retry-After` asked, or an estimate from OpenAI's reset headers
+  (`guard.wire.rate_limit_delay`), never longer than `max_pause`;
+- without either, for a short backoff that doubles with each 429 in a row,
+  no longer than the time the judge says its budget is full again (`refill`)
+  nor `max_pause`.
+
+When the pause is over the breaker is half-open: one call goes first, as a
+probe. If it succeeds, the rest follow at once; if it gets a 429, a new pause
+begins. Any success of a call that started after the last 429 ends the storm:
+the streak of 429s is forgotten and nothing is paused.
+
+Pure state on times given to it, so it is tested on a fake clock.
+"""
+
+from __future__ import annotations
+
+import random
+from enum import Enum
+
+__all__ = ["DEFAULT_MAX_PAUSE", "Gate", "Pauses"]
+
+# A judge asking for longer (`Retry-After: 86400`) is asked again after this long by one
+# probe call: a cost of a dozen calls a minute, against an outage as long as the header
+# said. It also leaves an enforced request (30 s to its score by default) time to wait
+# out a whole pause and still be judged.
+DEFAULT_MAX_PAUSE = 5.0
+
+
+class Gate(Enum):
+    OPEN = "open"  # calls go
+    PROBE = "probe"  # one call may go, as the probe
+    SHUT = "shut"  # paused, or the probe is out
+
+
+class Pauses:
+    """The 429 state of one judge client. See the module docstring."""
+
+    def __init__(self, *, backoff: float = 0.5, max_pause: float = DEFAULT_MAX_PAUSE) -> None:
+        if backoff <= 0 or max_pause <= 0:
+            raise ValueError("backoff and max_pause must be > 0")
+        self.backoff = backoff
+        self.max_pause = max_pause
+        self.until = 0.0  # paused until then
+        self.half_open = False  # after a pause: the next call is a probe
+        self.probing = False  # the probe is out
+        self.strikes = 0  # 429s in a row
+        self.last_429 = float("-inf")
+
+    def gate(self, now: float) -> tuple[Gate, float]:
+        """Whether a call may go now; with `SHUT` for a pause, the seconds left of it
+        (0 while a probe is out: its end is the next event)."""
+        if now < self.until:
+            return Gate.SHUT, self.until - now
+        if not self.half_open:
+            return Gate.OPEN, 0.0
+        if self.probing:
+            return Gate.SHUT, 0.0
+        return Gate.PROBE, 0.0
+
+    def probe_sent(self) -> None:
+        self.probing = True
+
+    def rate_limited(
+        self,
+        now: float,
+        delay: float | None,
+        refill: float | None = None,
+        *,
+        started: float | None = None,
+        probe: bool = False,
+    ) -> float:
+        """Record a 429 at `now` for a call sent at `started`; returns the pause it starts.
+
+        The 429s of calls sent before the last one are the same storm seen again (they
+        were all in flight when it began): they do not lengthen the backoff."""
+        if started is None or started >= self.last_429:
+            self.strikes += 1
+        self.last_429 = now
+        if probe:
+            self.probing = False
+        if delay is None:
+            delay = self.backoff * 2 ** min(self.strikes - 1, 30)
+            delay *= 0.5 + random.random()  # jitter, so paused clients do not return in step
+            if refill is not None:
+                delay = min(delay, refill)
+        delay = min(max(0.0, delay), self.max_pause)
+        self.until = max(self.until, now + delay)
+        self.half_open = True
+        return delay
+
+    def succeeded(self, started: float, *, probe: bool = False) -> None:
+        """A call that started at `started` got an answer: if it started after the last
+        429 (or was the probe), the storm is over."""
+        if probe or started >= self.last_429:
+            self.strikes = 0
+            self.until = 0.0
+            self.half_open = self.probing = False
+
+    def failed(self, *, probe: bool) -> None:
+        """A call ended without an answer that says anything about 429s (a timeout, a
+        5xx, a cancelled wait): if it was the probe, the next call probes instead."""
+        if probe:
+            self.probing = False

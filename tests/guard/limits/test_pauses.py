@@ -1,0 +1,92 @@
+"""429 pauses: capped, backed off without a header, and ended by one probe call."""
+
+from __future__ import annotations
+
+import pytest
+
+from guard.limits.pauses import Gate, Pauses
+
+NOW = 1000.0
+
+
+def test_a_pause_asked_for_is_kept_but_capped_at_max_pause() -> None:
+    pauses = Pauses(max_pause=5.0)
+    assert pauses.rate_limited(NOW, 2.0) == 2.0
+    assert pauses.gate(NOW + 1) == (Gate.SHUT, 1.0)
+    fresh = Pauses(max_pause=5.0)
+    assert fresh.rate_limited(NOW, 86400.0) == 5.0  # Retry-After: 86400 waits 5 s, then probes
+    assert fresh.gate(NOW + 4.9)[0] is Gate.SHUT
+    assert fresh.gate(NOW + 5.0)[0] is Gate.PROBE
+
+
+def test_without_a_header_the_backoff_doubles_and_stays_capped() -> None:
+    pauses = Pauses(backoff=1.0, max_pause=8.0)
+    seen = [pauses.rate_limited(NOW + n, None, started=NOW + n) for n in range(6)]
+    assert 0.5 <= seen[0] <= 1.5  # 1 s with jitter
+    assert 1.0 <= seen[1] <= 3.0
+    assert seen[4] == pytest.approx(8.0)  # 16 with jitter, capped
+    assert max(seen) <= 8.0
+
+
+def test_a_refill_time_bounds_the_backoff() -> None:
+    pauses = Pauses(backoff=1.0, max_pause=8.0)
+    assert pauses.rate_limited(NOW, None, refill=0.02) == pytest.approx(0.02)
+
+
+def test_429s_of_calls_sent_before_the_storm_do_not_lengthen_the_backoff() -> None:
+    pauses = Pauses(backoff=1.0, max_pause=60.0)
+    pauses.rate_limited(NOW, None, started=NOW - 1)
+    for _ in range(50):  # the rest of a burst sent together, all answered 429
+        pauses.rate_limited(NOW + 0.01, None, started=NOW - 1)
+    assert pauses.strikes == 1
+
+
+def test_after_a_pause_one_probe_goes_and_its_success_opens_the_gate() -> None:
+    pauses = Pauses(max_pause=5.0)
+    pauses.rate_limited(NOW, 1.0)
+    assert pauses.gate(NOW + 1.0) == (Gate.PROBE, 0.0)
+    pauses.probe_sent()
+    assert pauses.gate(NOW + 1.1) == (Gate.SHUT, 0.0)  # the rest wait for the probe
+    pauses.succeeded(NOW + 1.0, probe=True)
+    assert pauses.gate(NOW + 1.2) == (Gate.OPEN, 0.0)
+    assert pauses.strikes == 0
+
+
+def test_a_probe_that_gets_a_429_starts_a_new_pause() -> None:
+    pauses = Pauses(backoff=1.0, max_pause=5.0)
+    pauses.rate_limited(NOW, 1.0)
+    pauses.probe_sent()
+    pauses.rate_limited(NOW + 1.0, 2.0, started=NOW + 1.0, probe=True)
+    assert pauses.gate(NOW + 2.0) == (Gate.SHUT, 1.0)
+    assert pauses.gate(NOW + 3.0)[0] is Gate.PROBE
+    assert pauses.strikes == 2
+
+
+def test_a_probe_that_fails_otherwise_lets_the_next_call_probe() -> None:
+    pauses = Pauses()
+    pauses.rate_limited(NOW, 0.5)
+    pauses.probe_sent()
+    pauses.failed(probe=True)
+    assert pauses.gate(NOW + 1)[0] is Gate.PROBE
+
+
+def test_an_answer_to_a_call_sent_before_the_429_does_not_end_the_storm() -> None:
+    pauses = Pauses()
+    pauses.rate_limited(NOW, 3.0)
+    pauses.succeeded(NOW - 0.5)  # sent before the 429: says nothing about now
+    assert pauses.gate(NOW + 1)[0] is Gate.SHUT
+
+
+def test_an_ended_storm_is_forgotten_by_the_next_success() -> None:
+    pauses = Pauses(backoff=1.0, max_pause=30.0)
+    for n in range(4):
+        pauses.rate_limited(NOW + n, None, started=NOW + n)
+    pauses.succeeded(NOW + 10, probe=True)
+    assert pauses.gate(NOW + 10) == (Gate.OPEN, 0.0)
+    assert pauses.rate_limited(NOW + 11, None, started=NOW + 11) <= 1.5  # a first 429 again
+
+
+@pytest.mark.parametrize("bad", [{"backoff": 0}, {"max_pause": -1}])
+def test_bad_settings_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        Pauses(**bad)
