@@ -14,9 +14,11 @@ from guard.bias.categories import CATEGORY_ID
 __all__ = [
     "CATEGORY_ID",
     "FINAL_STATUSES",
+    "HOLDS",
     "MODES",
     "STATUSES",
     "VERDICTS",
+    "Hold",
     "Mode",
     "PolicyVerdict",
     "ReasonMode",
@@ -36,7 +38,11 @@ Mode = Literal["off", "monitor", "enforce"]
 MODES: Final[tuple[Mode, ...]] = get_args(Mode)
 
 # How an enforced stream reaches the client.
-StreamPolicy = Literal["buffer", "passthrough"]
+StreamPolicy = Literal["buffer", "passthrough", "windowed"]
+
+# What a windowed stream holds back: each window until it passed, or nothing.
+Hold = Literal["window", "none"]
+HOLDS: Final[tuple[Hold, ...]] = get_args(Hold)
 
 # Where a record stands. Every status but `pending` is final: written once.
 Status = Literal["pending", "scored", "error", "skipped", "dropped"]
