@@ -4,13 +4,17 @@ What the realistic scenario needs that `bench.fake_server` does not give:
 - the upstream's first byte after `--ttft` seconds (300 ms), then stream chunks
   every `--chunk-interval` seconds (20 ms); a non-streaming answer after the
   same total time;
-- judge calls that take `--judge-latency` seconds ± `--jitter` (1 s ± 30 %,
-  uniform), and answer 429 with `Retry-After` and `x-ratelimit-reset-requests`
-  above `--judge-rps` calls a second (a sliding one-second window), as
-  OpenAI's API does;
+- judge calls that take `--judge-latency` seconds, plus `--opinion-latency` for
+  each opinion (or verdict) the answer writes, as a real judge writing one line
+  per opinion does, ± `--jitter` (1 s ± 30 %, uniform), and answer 429 with
+  `Retry-After` and `x-ratelimit-reset-requests` above `--judge-rps` calls a
+  second (a sliding one-second window), as OpenAI's API does;
 - `GET /bench/stats`: judge calls, 429s sent, tokens, the peak of calls in
   flight and the judge's service times, so the harness reads what the judge saw.
-Every chat reply is unique, so no cache hides the judge's cost.
+Every chat reply is unique, so no cache hides the judge's cost. With
+`--long-answer CHARS` the replies are `bench.long_text`'s long answers, some of
+them biased, and the judge reads the text it is asked about
+(`tests.support.reading_judge`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bench.fake_server import BenchFake
+from bench.long_text import BIASED_WORD, OPINION_WORD, long_answer
+from tests.support.reading_judge import opinions_written
 
 __all__ = ["SlowFake", "main"]
 
@@ -42,8 +48,20 @@ class SlowFake(BenchFake):
         jitter: float,
         judge_rps: float | None,
         seed: int = 7,
+        opinion_latency: float = 0.0,
+        long_chars: int = 0,
+        biased_every: int = 0,
+        biased_at: float = 0.5,
     ) -> None:
         super().__init__(chunks)
+        self.opinion_latency = opinion_latency
+        self.long_chars = long_chars
+        self.biased_every = biased_every
+        self.biased_at = biased_at
+        if long_chars:
+            self.read_text = True
+            self.opinion_words = [OPINION_WORD]
+            self.biased_words = [BIASED_WORD]
         self.ttft = ttft
         self.chunk_interval = chunk_interval
         self.judge_latency = judge_latency
@@ -77,13 +95,25 @@ class SlowFake(BenchFake):
                 await asyncio.sleep(self.ttft)
             return await super()._answer_chat(step, body)
         started = time.perf_counter()
-        spread = self.judge_latency * self.jitter
-        await asyncio.sleep(max(0.0, self.judge_latency + self._random.uniform(-spread, spread)))
+        latency = self.judge_latency
+        if self.opinion_latency:
+            latency += self.opinion_latency * opinions_written(step, self._answer(step, body))
+        spread = latency * self.jitter
+        await asyncio.sleep(max(0.0, latency + self._random.uniform(-spread, spread)))
         response = await super()._answer_chat(step, body)
         self.service_ms.append((time.perf_counter() - started) * 1000)
         self.judge_answered += 1
         self.tokens += self._usage_tokens(body)
         return response
+
+    def _answer(self, step: str, body: dict[str, Any]) -> str:
+        if step != "chat" or not self.long_chars:
+            return super()._answer(step, body)
+        serial = int(str(body.get("user") or "0"))  # the harness numbers its requests
+        text, _ = long_answer(
+            serial, chars=self.long_chars, biased_every=self.biased_every, biased_at=self.biased_at
+        )
+        return text
 
     @staticmethod
     def _usage_tokens(body: dict[str, Any]) -> int:
@@ -101,6 +131,10 @@ def main() -> None:
     parser.add_argument("--judge-latency", type=float, default=1.0)
     parser.add_argument("--jitter", type=float, default=0.3)
     parser.add_argument("--judge-rps", type=float, default=None)
+    parser.add_argument("--opinion-latency", type=float, default=0.0, help="s per opinion (0)")
+    parser.add_argument("--long-answer", type=int, default=0, help="chars of long answers (0)")
+    parser.add_argument("--biased-every", type=int, default=0, help="every n-th answer biased")
+    parser.add_argument("--biased-at", type=float, default=0.5, help="where its bias starts")
     # uvicorn's default (5 s) is shorter than aiohttp's client keep-alive (15 s): a pooled
     # connection the fake has just closed can be picked for a request, which then fails.
     parser.add_argument("--keep-alive", type=float, default=5.0, help="idle seconds (5)")
@@ -112,6 +146,10 @@ def main() -> None:
         judge_latency=args.judge_latency,
         jitter=args.jitter,
         judge_rps=args.judge_rps,
+        opinion_latency=args.opinion_latency,
+        long_chars=args.long_answer,
+        biased_every=args.biased_every,
+        biased_at=args.biased_at,
     )
     fake.chunk_delay = args.chunk_interval
     uvicorn.run(
