@@ -36,7 +36,7 @@ import yaml
 
 from bench.long_text import BIASED_WORD, OPINION_WORD, is_biased_answer, long_answer
 from bench.procs import Processes, ServerProcess, free_port
-from bench.realistic import _fetch_json, _percentile, _store_rows
+from bench.realistic import _fetch_json, _fmt, _percentile, _store_rows
 from gateway.scoring.windows import WindowSplitter
 from guard.bias.prompts import SYSTEM_PROMPT, BiasPrompts
 from tests.support.reading_judge import reading_answer
@@ -353,10 +353,6 @@ def token_table(sizes: tuple[int, ...] = (400, 800, 1200, 1600)) -> list[dict[st
 
 
 # -- report ----------------------------------------------------------------------------------
-
-
-def _fmt(value: Any) -> str:
-    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def markdown(results: dict[str, Any]) -> str:

@@ -96,7 +96,9 @@ class StreamJudgement:
             self._take(frame)
         self.tap.close()
         self.ended = True
-        if self._dispatched and self.failure is None and not self.blocked:
+        if not self._dispatched:
+            self._waiting.clear()  # no window judged yet: the answer is judged whole
+        elif self.failure is None and not self.blocked:
             tail = self.splitter.finish(self.tap.texts(), len(self.frames))
             if tail is not None:
                 self._waiting.append(tail)

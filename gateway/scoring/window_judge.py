@@ -13,6 +13,7 @@ import asyncio
 import time
 from typing import Any
 
+import structlog
 from opentelemetry import trace
 
 from gateway.domain import PolicyVerdict
@@ -26,6 +27,8 @@ from guard import BiasResult, JudgeError, limits
 from guard.outputs import valid_text
 
 __all__ = ["WindowJudge", "window_entry"]
+
+log = structlog.get_logger("gateway.scoring")
 
 
 def window_entry(
@@ -72,6 +75,13 @@ class WindowJudge:
     def failed(self, exc: BaseException) -> Outcome:
         """The outcome of a window whose judgement failed (recorded by `conclude`)."""
         reason = type(exc).__name__ if isinstance(exc, JudgeError) else "internal"
+        log.error(
+            "bias judge failed on a window of the answer",
+            run_id=self.request.run_id,
+            error_type=reason,
+            error=str(exc),
+            on_judge_error=self.request.policy.on_judge_error,
+        )
         return Outcome(self.request.run_id, "error", status_reason=reason, error=str(exc))
 
     async def conclude(

@@ -14,53 +14,51 @@ lines, `\\r\\n` endings), so the frames joined are the stream.
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["EventFramer"]
 
-_CR, _LF = 0x0D, 0x0A
+_CR = 0x0D
+# A line ending, then another one: a blank line, which ends an event. A CR followed
+# by a LF is one ending (CRLF), never a CR ending and then a blank line.
+_BLANK_LINE = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")
+_ENDING = re.compile(rb"\r\n|\r|\n")
 
 
 class EventFramer:
     """Incremental: feed chunks of any size; get back each event's bytes once it ended."""
 
     def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._scanned = 0  # bytes of `_buffer` already split into lines
-        self._line_start = 0
+        self._buffer = b""
+        self._scanned = 0  # no blank line starts before this offset of `_buffer`
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The events `chunk` completed, each with its closing blank line."""
         if not chunk:
             return []
-        buffer = self._buffer
-        buffer += chunk
+        buffer = self._buffer + chunk
         frames: list[bytes] = []
-        block_start = 0
-        index = self._scanned
+        start = 0
+        scan = self._scanned
         size = len(buffer)
-        while index < size:
-            byte = buffer[index]
-            if byte != _CR and byte != _LF:
-                index += 1
-                continue
-            if byte == _CR:
-                if index + 1 == size:
-                    break  # a CR at the end may be the first half of a CRLF
-                end = index + 2 if buffer[index + 1] == _LF else index + 1
-            else:
-                end = index + 1
-            if index == self._line_start:  # an empty line ends the event
-                frames.append(bytes(buffer[block_start:end]))
-                block_start = end
-            self._line_start = end
-            index = end
-        del buffer[:block_start]
-        self._scanned = index - block_start
-        self._line_start -= block_start
+        while start < size:
+            # A blank line right where an event would start ends an (empty) event too.
+            lead = _ENDING.match(buffer, start)
+            found = lead if lead is not None else _BLANK_LINE.search(buffer, max(scan, start))
+            if found is None:
+                break
+            end = found.end()
+            if end == size and buffer[end - 1] == _CR:
+                break  # a CR at the end may be the first half of a CRLF
+            frames.append(buffer[start:end])
+            start = end
+        self._buffer = buffer[start:]
+        # A blank line found later may begin up to three bytes before the end (CRLF, CR).
+        self._scanned = max(0, len(self._buffer) - 3)
         return frames
-
     def flush(self) -> list[bytes]:
         """The stream ended: whatever is left, an event without its blank line."""
-        rest = bytes(self._buffer)
-        self._buffer = bytearray()
-        self._scanned = self._line_start = 0
+        rest = self._buffer
+        self._buffer = b""
+        self._scanned = 0
         return [rest] if rest else []

@@ -219,15 +219,21 @@ def test_windows_after_the_first_carry_context_and_one_window_judges_at_a_time(
     assert all(w["end"] - w["start"] <= 400 + 60 for w in windows)
 
 
+@pytest.mark.parametrize("max_windows", [1, 3])
 def test_max_windows_bounds_the_judgements(
-    reading_judge: FakeOpenAI, make_gateway: MakeGateway
+    reading_judge: FakeOpenAI, make_gateway: MakeGateway, max_windows: int
 ) -> None:
     reading_judge.reply = answer(30)
-    gateway = make_gateway(**windowed(max_windows=3))
+    gateway = make_gateway(**windowed(max_windows=max_windows))
     reply = Chat().stream(gateway)
     assert reply.text == reading_judge.reply
-    windows = gateway.wait_for_score(reply.headers["x-bias-run-id"])["result"]["windows"]
-    assert len(windows) == 3
+    result = gateway.wait_for_score(reply.headers["x-bias-run-id"])["result"]
+    assert reading_judge.steps().count("preprocess") == max_windows
+    if max_windows == 1:
+        assert "windows" not in result  # one judgement: the whole text, as without windows
+        return
+    windows = result["windows"]
+    assert len(windows) == max_windows
     assert windows[-1]["end"] == len(reading_judge.reply)
 
 
