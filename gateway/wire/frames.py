@@ -56,6 +56,7 @@ class EventFramer:
         # A blank line found later may begin up to three bytes before the end (CRLF, CR).
         self._scanned = max(0, len(self._buffer) - 3)
         return frames
+
     def flush(self) -> list[bytes]:
         """The stream ended: whatever is left, an event without its blank line."""
         rest = self._buffer
