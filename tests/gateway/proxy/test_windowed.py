@@ -4,6 +4,7 @@ what the gateway sends."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from tests.gateway.conftest import RunningGateway, policy
 from tests.gateway.proxy.test_surfaces import Api, Completions, Messages, Reply, Responses
 from tests.gateway.proxy.test_surfaces import _bias_of as bias_of
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI, Fault
 from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
@@ -261,8 +262,6 @@ def test_a_client_that_leaves_ends_the_judgements_and_the_record_says_partial(
 def test_a_judge_failure_under_on_judge_error_block_ends_the_stream(
     reading_judge: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
-    from tests.support.fake_openai import Fault
-
     reading_judge.reply = answer(12)
     reading_judge.fail(Fault(step="preprocess", status=500))
     gateway = make_gateway(**windowed(on_judge_error="block"))
@@ -313,3 +312,48 @@ def test_a_buffered_stream_that_blocks_is_refused_whole(
     assert response.status_code == 422
     assert b"lazy" not in response.content
     assert api.error_of(response.json())["code"] == "bias_threshold_exceeded"
+
+
+def _chunk(delta: dict[str, Any] | None, **fields: Any) -> bytes:
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-raw",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": None}],
+        **fields,
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n"
+
+
+def test_tool_calls_usage_and_comments_flow_with_their_window(
+    reading_judge: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    call = {"index": 0, "id": "call_1", "type": "function"}
+    chunks = [
+        b": a keep-alive comment\n\n",
+        _chunk({"role": "assistant", "content": ""}),
+        *(_chunk({"content": neutral(n)}) for n in range(8)),
+        _chunk({"tool_calls": [{**call, "function": {"name": "lookup", "arguments": "{}"}}]}),
+        _chunk({"content": neutral(8)}),
+        _chunk(None, usage={"prompt_tokens": 5, "completion_tokens": 90, "total_tokens": 95}),
+        b"data: [DONE]\r\n\r\n",
+    ]
+    reading_judge.fail(Fault(step="chat", raw_chunks=chunks, raw_delay=0.01))
+    gateway = make_gateway(**windowed())
+    with (
+        gateway.http() as http,
+        http.stream("POST", "/v1/chat/completions", json=Chat().http_body(stream=True)) as response,
+    ):
+        received = b"".join(response.iter_raw())
+        run_id = response.headers["x-bias-run-id"]
+    assert received.startswith(b"".join(chunks[:-1]))  # CRLFs and the comment kept
+    assert received.endswith(b"data: [DONE]\n\n")
+    windows = gateway.wait_for_score(run_id)["result"]["windows"]
+    assert len(windows) >= 2
+
+    reading_judge.fail(Fault(step="chat", raw_chunks=chunks))
+    stream = gateway.client().chat.completions.create(model="m", messages=MESSAGES, stream=True)
+    parsed = list(stream)
+    assert any(c.choices and c.choices[0].delta.tool_calls for c in parsed)
+    assert any(c.usage is not None and c.usage.completion_tokens == 90 for c in parsed)
