@@ -233,7 +233,7 @@ def _cell(
     direct: dict[str, dict[str, Any]],
 ) -> dict[str, Any]:
     label, stream, fields = cell
-    name = f"{label.split(',')[0].split(' ')[0]}-{len(procs._started)}-{rate:g}"
+    name = f"cell{CELLS.index(cell)}-{rate:g}"  # each cell its own store
     judge = _fake(procs, work, f"judge-{name}")
     gateway, store = _gateway(procs, work, f"gateway-{name}", upstream.url, judge.url, fields)
     _log(f"{label} at {rate:g} req/s")

@@ -40,7 +40,7 @@ from guard import BiasResult
 
 __all__ = ["StreamJudgement"]
 
-_Judged = tuple[Window, "asyncio.Task[list[BiasResult]]", float]
+_Judged = tuple[Window, "asyncio.Task[tuple[list[BiasResult], float]]"]
 
 
 class StreamJudgement:
@@ -108,7 +108,7 @@ class StreamJudgement:
     def cancel(self) -> None:
         """The client left: judgements in flight end now."""
         self._waiting.clear()
-        for _, task, _ in self._running:
+        for _, task in self._running:
             task.cancel()
 
     # -- read by the delivery -----------------------------------------------------------
@@ -201,33 +201,37 @@ class StreamJudgement:
 
     def _dispatch(self) -> None:
         policy = self.call.policy
-        in_flight = sum(not task.done() for _, task, _ in self._running)
+        in_flight = sum(not task.done() for _, task in self._running)
         while self._waiting and in_flight < policy.max_inflight_windows:
             last_call = self._dispatched >= policy.max_windows - 1
             if last_call and not self.ended:
                 return  # past `max_windows`, the rest is judged once the stream ends
             window = coalesce(self._waiting, 1 << 62 if last_call else policy.max_coalesced_chars)
-            task = asyncio.ensure_future(self.judge.judge(window))
+            task = asyncio.ensure_future(self._timed(window))
             task.add_done_callback(self._judged)
-            self._running.append((window, task, time.perf_counter()))
+            self._running.append((window, task))
             self._dispatched += 1
             in_flight += 1
 
-    def _judged(self, _task: asyncio.Task[list[BiasResult]]) -> None:
+    async def _timed(self, window: Window) -> tuple[list[BiasResult], float]:
+        started = time.perf_counter()
+        results = await self.judge.judge(window)
+        return results, (time.perf_counter() - started) * 1000
+
+    def _judged(self, _task: asyncio.Task[tuple[list[BiasResult], float]]) -> None:
         """Merge, in window order, every judgement that has come back."""
         policy = self.call.policy
         while self._running and self._running[0][1].done():
-            window, task, started = self._running.popleft()
+            window, task = self._running.popleft()
             if task.cancelled() or self.failure is not None or self.blocked:
                 continue
-            ms = (time.perf_counter() - started) * 1000
-            self._judge_ms += ms
             exc = task.exception()
             if exc is not None:
                 self.failure = self.judge.failed(exc)
                 self.cancel()
                 break
-            results = task.result()
+            results, ms = task.result()
+            self._judge_ms += ms
             self.merge.add(window.parts, results)
             self.blocked = self.rule.blocks(self.merge)
             verdict = (
