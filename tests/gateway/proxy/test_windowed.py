@@ -218,6 +218,26 @@ def test_windows_after_the_first_carry_context_and_one_window_judges_at_a_time(
     judged = sum(w["end"] - w["start"] for w in windows)
     assert judged == len(reading_judge.reply)
     assert all(w["end"] - w["start"] <= 400 + 60 for w in windows)
+    # The stream outran the one judgement at a time: the windows waiting coalesced.
+    assert len(windows) < len(reading_judge.reply) // 100 - 2
+    assert max(w["end"] - w["start"] for w in windows) > 200
+
+
+@pytest.mark.parametrize("pipeline", ["faithful", "single"])
+def test_both_judge_pipelines_judge_windows(
+    reading_judge: FakeOpenAI, make_gateway: MakeGateway, pipeline: str
+) -> None:
+    reading_judge.reply = answer(12, biased_at=1)
+    gateway = make_gateway(
+        judge={"pipeline": pipeline}, **windowed(flag_threshold=0.1, block_threshold=0.2)
+    )
+    received, headers = raw_stream(gateway, Chat())
+    assert b"lazy" not in received
+    record = gateway.wait_for_score(headers["x-bias-run-id"])
+    assert (record["verdict"], record["result"]["pipeline"]) == ("block", pipeline)
+    assert record["result"]["windows"][-1]["verdict"] == "block"
+    steps = set(reading_judge.steps()) - {"chat", "reason"}
+    assert steps == ({"assess"} if pipeline == "single" else {"preprocess", "analyze"})
 
 
 @pytest.mark.parametrize("max_windows", [1, 3])
