@@ -377,3 +377,17 @@ def test_tool_calls_usage_and_comments_flow_with_their_window(
     parsed = list(stream)
     assert any(c.choices and c.choices[0].delta.tool_calls for c in parsed)
     assert any(c.usage is not None and c.usage.completion_tokens == 90 for c in parsed)
+
+
+def test_an_upstream_that_breaks_off_ends_the_stream_with_an_error_and_a_partial_record(
+    reading_judge: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    reading_judge.reply = answer(20)
+    reading_judge.fail(Fault(step="chat", disconnect_after=40))
+    gateway = make_gateway(**windowed())
+    received, headers = raw_stream(gateway, Chat())
+    assert b"upstream" in received.rsplit(b"\n\ndata: ", 1)[-1]  # the last event: an error
+    assert b"[DONE]" not in received
+    record = gateway.wait_for_score(headers["x-bias-run-id"])
+    assert record["partial"] is True
+    assert record["status"] == "scored"
