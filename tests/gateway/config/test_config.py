@@ -705,3 +705,29 @@ def test_describe_settings_resolves_the_judge() -> None:
     assert described["judge"]["base_url"] == "https://api.openai.com/v1"
     assert described["judge"]["api_key"] == "sk-…aaaa"
     assert described["policies"]["default"]["mode"] == "monitor"
+
+
+def test_a_policy_takes_the_window_settings_with_defaults() -> None:
+    policy = Policy()
+    assert (policy.hold, policy.window_chars, policy.context_chars) == ("window", 800, 200)
+    assert (policy.max_inflight_windows, policy.max_windows, policy.min_opinions) == (3, 16, 1)
+    assert policy.prejudge_buffer is True
+    windowed = Policy.model_validate({"stream_policy": "windowed", "hold": "none"})
+    assert (windowed.stream_policy, windowed.hold) == ("windowed", "none")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"hold": "later"},
+        {"window_chars": 10},
+        {"context_chars": -1},
+        {"max_inflight_windows": 0},
+        {"max_windows": 0},
+        {"min_opinions": 0},
+        {"stream_policy": "windows"},
+    ],
+)
+def test_bad_window_settings_are_refused(fields: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=next(iter(fields))):
+        Policy.model_validate(fields)
