@@ -3,6 +3,7 @@ it, as enforce buffers it, or live with the verdict at its end."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -171,6 +172,9 @@ async def _prejudged(call: ScoredCall, upstream: UpstreamResponse) -> Response:
     except UpstreamError as exc:
         judgement.cancel()
         call.upstream_call.end(tap=tap, error_type=type(exc).__name__)
+        raise
+    except asyncio.CancelledError:
+        judgement.cancel()  # the client left: no judgement of a window runs on for it
         raise
     finally:
         await upstream.aclose()
