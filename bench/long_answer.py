@@ -97,7 +97,7 @@ def _fake(procs: Processes, work: Path, name: str) -> ServerProcess:
         "--ttft", str(TTFT), "--chunk-interval", str(CHUNK_INTERVAL),
         "--judge-latency", str(JUDGE_LATENCY), "--opinion-latency", str(OPINION_LATENCY),
         "--jitter", str(JITTER), "--long-answer", str(ANSWER_CHARS),
-        "--biased-every", str(BIASED_EVERY), "--biased-at", str(BIASED_AT),
+        "--long-biased-every", str(BIASED_EVERY), "--long-biased-at", str(BIASED_AT),
     ]  # fmt: skip
     return procs.start(name, argv, port=port, ready_path="/bench/stats", log_dir=work)
 

@@ -50,14 +50,14 @@ class SlowFake(BenchFake):
         seed: int = 7,
         opinion_latency: float = 0.0,
         long_chars: int = 0,
-        biased_every: int = 0,
-        biased_at: float = 0.5,
+        long_biased_every: int = 0,
+        long_biased_at: float = 0.5,
     ) -> None:
         super().__init__(chunks)
         self.opinion_latency = opinion_latency
         self.long_chars = long_chars
-        self.biased_every = biased_every
-        self.biased_at = biased_at
+        self.long_biased_every = long_biased_every
+        self.long_biased_at = long_biased_at
         if long_chars:
             self.read_text = True
             self.opinion_words = [OPINION_WORD]
@@ -111,7 +111,10 @@ class SlowFake(BenchFake):
             return super()._answer(step, body)
         serial = int(str(body.get("user") or "0"))  # the harness numbers its requests
         text, _ = long_answer(
-            serial, chars=self.long_chars, biased_every=self.biased_every, biased_at=self.biased_at
+            serial,
+            chars=self.long_chars,
+            biased_every=self.long_biased_every,
+            biased_at=self.long_biased_at,
         )
         return text
 
@@ -133,8 +136,12 @@ def main() -> None:
     parser.add_argument("--judge-rps", type=float, default=None)
     parser.add_argument("--opinion-latency", type=float, default=0.0, help="s per opinion (0)")
     parser.add_argument("--long-answer", type=int, default=0, help="chars of long answers (0)")
-    parser.add_argument("--biased-every", type=int, default=0, help="every n-th answer biased")
-    parser.add_argument("--biased-at", type=float, default=0.5, help="where its bias starts")
+    parser.add_argument(
+        "--long-biased-every", type=int, default=0, help="every n-th long answer biased"
+    )
+    parser.add_argument(
+        "--long-biased-at", type=float, default=0.5, help="where a long answer's bias starts"
+    )
     # uvicorn's default (5 s) is shorter than aiohttp's client keep-alive (15 s): a pooled
     # connection the fake has just closed can be picked for a request, which then fails.
     parser.add_argument("--keep-alive", type=float, default=5.0, help="idle seconds (5)")
@@ -148,8 +155,8 @@ def main() -> None:
         judge_rps=args.judge_rps,
         opinion_latency=args.opinion_latency,
         long_chars=args.long_answer,
-        biased_every=args.biased_every,
-        biased_at=args.biased_at,
+        long_biased_every=args.long_biased_every,
+        long_biased_at=args.long_biased_at,
     )
     fake.chunk_delay = args.chunk_interval
     uvicorn.run(
