@@ -154,7 +154,7 @@ def test_hold_none_goes_live_and_cuts_at_once(
 ) -> None:
     text = answer(30, biased_at=2)
     reading_judge.reply = text
-    reading_judge.chunk_delay = 0.02  # the upstream takes over a second to finish
+    reading_judge.chunk_delay = 0.05  # the upstream takes 3 s to finish
     gateway = make_gateway(**windowed(hold="none", flag_threshold=0.1, block_threshold=0.2))
     received, headers = raw_stream(gateway, Chat())
     assert b"topic 01" in received  # live: the first window went out before its verdict
