@@ -4,15 +4,19 @@ What the realistic scenario needs that `bench.fake_server` does not give:
 - the upstream's first byte after `--ttft` seconds (300 ms), then stream chunks
   every `--chunk-interval` seconds (20 ms); a non-streaming answer after the
   same total time;
-- judge calls that take `--judge-latency` seconds ± `--jitter` (1 s ± 30 %,
-  uniform), and answer 429 with `Retry-After` and `x-ratelimit-reset-requests`
-  above `--judge-rps` calls a second (a sliding one-second window), as
-  OpenAI's API does;
+- judge calls that take `--judge-latency` seconds, plus `--opinion-latency` for
+  each opinion (or verdict) the answer writes, as a real judge writing one line
+  per opinion does, ± `--jitter` (1 s ± 30 %, uniform), and answer 429 with
+  `Retry-After` and `x-ratelimit-reset-requests` above `--judge-rps` calls a
+  second (a sliding one-second window), as OpenAI's API does;
 - `GET /bench/stats`: judge calls, 429s sent, tokens, the peak of calls in
   flight and the judge's service times, so the harness reads what the judge saw;
 - with `--biased-every N`, every Nth reply carries `BIASED_MARK`, and the judge
   finds such a text biased (the rest unbiased), so a share of answers is flagged.
-Every chat reply is unique, so no cache hides the judge's cost.
+Every chat reply is unique, so no cache hides the judge's cost. With
+`--long-answer CHARS` the replies are `bench.long_text`'s long answers, some of
+them biased, and the judge reads the text it is asked about
+(`tests.support.reading_judge`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bench.fake_server import BenchFake
+from bench.long_text import BIASED_WORD, OPINION_WORD, long_answer
+from tests.support.reading_judge import opinions_written
 
 __all__ = ["BIASED_MARK", "SlowFake", "main"]
 
@@ -47,8 +53,20 @@ class SlowFake(BenchFake):
         judge_rps: float | None,
         biased_every: int = 0,
         seed: int = 7,
+        opinion_latency: float = 0.0,
+        long_chars: int = 0,
+        long_biased_every: int = 0,
+        long_biased_at: float = 0.5,
     ) -> None:
         super().__init__(chunks)
+        self.opinion_latency = opinion_latency
+        self.long_chars = long_chars
+        self.long_biased_every = long_biased_every
+        self.long_biased_at = long_biased_at
+        if long_chars:
+            self.read_text = True
+            self.opinion_words = [OPINION_WORD]
+            self.biased_words = [BIASED_WORD]
         self.ttft = ttft
         self.chunk_interval = chunk_interval
         self.judge_latency = judge_latency
@@ -85,8 +103,11 @@ class SlowFake(BenchFake):
                 await asyncio.sleep(self.ttft)
             return await super()._answer_chat(step, body)
         started = time.perf_counter()
-        spread = self.judge_latency * self.jitter
-        await asyncio.sleep(max(0.0, self.judge_latency + self._random.uniform(-spread, spread)))
+        latency = self.judge_latency
+        if self.opinion_latency:
+            latency += self.opinion_latency * opinions_written(step, self._answer(step, body))
+        spread = latency * self.jitter
+        await asyncio.sleep(max(0.0, latency + self._random.uniform(-spread, spread)))
         response = await super()._answer_chat(step, body)
         self.service_ms.append((time.perf_counter() - started) * 1000)
         self.judge_answered += 1
@@ -94,6 +115,15 @@ class SlowFake(BenchFake):
         return response
 
     def _answer(self, step: str, body: dict[str, Any]) -> str:
+        if step == "chat" and self.long_chars:
+            serial = int(str(body.get("user") or "0"))  # the harness numbers its requests
+            text, _ = long_answer(
+                serial,
+                chars=self.long_chars,
+                biased_every=self.long_biased_every,
+                biased_at=self.long_biased_at,
+            )
+            return text
         text = super()._answer(step, body)
         if step == "chat" and self.biased_every:
             self._replies += 1
@@ -118,6 +148,14 @@ def main() -> None:
     parser.add_argument("--jitter", type=float, default=0.3)
     parser.add_argument("--judge-rps", type=float, default=None)
     parser.add_argument("--biased-every", type=int, default=0, help="every Nth reply biased")
+    parser.add_argument("--opinion-latency", type=float, default=0.0, help="s per opinion (0)")
+    parser.add_argument("--long-answer", type=int, default=0, help="chars of long answers (0)")
+    parser.add_argument(
+        "--long-biased-every", type=int, default=0, help="every n-th long answer biased"
+    )
+    parser.add_argument(
+        "--long-biased-at", type=float, default=0.5, help="where a long answer's bias starts"
+    )
     # uvicorn's default (5 s) is shorter than aiohttp's client keep-alive (15 s): a pooled
     # connection the fake has just closed can be picked for a request, which then fails.
     parser.add_argument("--keep-alive", type=float, default=5.0, help="idle seconds (5)")
@@ -130,6 +168,10 @@ def main() -> None:
         jitter=args.jitter,
         judge_rps=args.judge_rps,
         biased_every=args.biased_every,
+        opinion_latency=args.opinion_latency,
+        long_chars=args.long_answer,
+        long_biased_every=args.long_biased_every,
+        long_biased_at=args.long_biased_at,
     )
     fake.chunk_delay = args.chunk_interval
     uvicorn.run(

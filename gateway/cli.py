@@ -67,7 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--mode", choices=["enforce", "monitor"], default="enforce")
     demo.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     demo.add_argument("--port", type=int, default=8080, help="port (default 8080)")
-    demo.add_argument("--stream-policy", choices=["buffer", "passthrough"], default="buffer")
+    demo.add_argument(
+        "--stream-policy", choices=["buffer", "passthrough", "windowed"], default="buffer"
+    )
     demo.add_argument("--store", help="keep the scores in this SQLite file (default: temporary)")
     demo.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     migrate = commands.add_parser(

@@ -15,10 +15,12 @@ __all__ = [
     "APIS",
     "CATEGORY_ID",
     "FINAL_STATUSES",
+    "HOLDS",
     "MODES",
     "STATUSES",
     "VERDICTS",
     "Api",
+    "Hold",
     "Mode",
     "PolicyVerdict",
     "ReasonMode",
@@ -44,7 +46,11 @@ Api = Literal["chat.completions", "completions", "responses", "messages", "moder
 APIS: Final[tuple[Api, ...]] = get_args(Api)
 
 # How an enforced stream reaches the client.
-StreamPolicy = Literal["buffer", "passthrough"]
+StreamPolicy = Literal["buffer", "passthrough", "windowed"]
+
+# What a windowed stream holds back: each window until it passed, or nothing.
+Hold = Literal["window", "none"]
+HOLDS: Final[tuple[Hold, ...]] = get_args(Hold)
 
 # Where a record stands. Every status but `pending` is final: written once.
 Status = Literal["pending", "scored", "error", "skipped", "dropped"]

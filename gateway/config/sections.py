@@ -31,7 +31,7 @@ from gateway.config.fields import (
 from gateway.config.yamlenv import (
     Loc,
 )
-from gateway.domain import CATEGORY_ID, Mode, ReasonMode, StreamPolicy
+from gateway.domain import CATEGORY_ID, Hold, Mode, ReasonMode, StreamPolicy
 from guard.bias.categories import DEFAULT_CATEGORIES, Category, check_categories
 
 __all__ = [
@@ -269,6 +269,16 @@ class Policy(Model):
     # mode `refuse` answers 403 (an enforcing gateway never returns text it did not
     # score); `allow` passes it through, marked `x-bias-skip-reason: unscored_path`.
     unscored_paths: Literal["refuse", "allow"] = "refuse"
+    # Judging an answer in windows while it streams (`windowed`, and `buffer` unless
+    # `prejudge_buffer` is off): docs/policies.md#windowed-streams.
+    hold: Hold = "window"
+    window_chars: Annotated[int, Field(ge=50)] = 800
+    context_chars: Annotated[int, Field(ge=0)] = 200
+    max_inflight_windows: Annotated[int, Field(ge=1)] = 3
+    max_coalesced_chars: Annotated[int, Field(ge=50)] = 3200
+    max_windows: Annotated[int, Field(ge=1)] = 16
+    min_opinions: Annotated[int, Field(ge=1)] = 1
+    prejudge_buffer: bool = True
 
     @model_validator(mode="after")
     def _ordered_thresholds(self) -> Self:

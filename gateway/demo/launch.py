@@ -27,6 +27,7 @@ import uvicorn
 
 from gateway.config import Settings
 from gateway.demo.server import DEMO_JUDGE_MODEL, demo_app
+from gateway.domain import StreamPolicy
 
 __all__ = [
     "DEMO_MODEL",
@@ -55,7 +56,7 @@ class DemoOptions:
     mode: Mode = "enforce"
     host: str = "127.0.0.1"
     port: int = 8080
-    stream_policy: Literal["buffer", "passthrough"] = "buffer"
+    stream_policy: StreamPolicy = "buffer"
     store: Path | None = None  # None: a temporary folder, removed at exit
     log_level: str = "INFO"
 

@@ -3,6 +3,7 @@ it, as enforce buffers it, or live with the verdict at its end."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -17,8 +18,10 @@ from gateway.proxy.streaming import (
     StreamTap,
     buffer_all,
     enforce_passthrough,
+    enforce_windowed,
     relay,
 )
+from gateway.proxy.windowed import StreamJudgement
 from gateway.scoring.outcome import Outcome
 from gateway.upstream.client import UpstreamResponse
 from gateway.wire.codec import loads
@@ -89,6 +92,10 @@ async def _stream(
         return _relay(call, upstream, call.finish(outcome), call.tap(), score=True)
     if call.policy.stream_policy == "passthrough":
         return _live(call, upstream)
+    if call.policy.stream_policy == "windowed":
+        return _windowed(call, upstream)
+    if call.policy.prejudge_buffer:
+        return await _prejudged(call, upstream)
     return await _buffered(call, upstream)
 
 
@@ -146,6 +153,66 @@ async def _buffered(call: ScoredCall, upstream: UpstreamResponse) -> Response:
         refusal = call.surface.refusal_stream(tap.reader, call.policy)
         return Response(refusal, media_type="text/event-stream", headers=headers)
     return call.refuse(decision, headers)
+
+
+async def _prejudged(call: ScoredCall, upstream: UpstreamResponse) -> Response:
+    """Enforce, stream policy `buffer`, judged in windows while the upstream streams: once
+    its last byte is in, only the last window is left to judge. The client still gets
+    the whole stream at once, or the block, as `_buffered` gives them."""
+    assert upstream.chunks is not None
+    tap = call.tap()
+    judgement = StreamJudgement(call, tap)
+    try:
+        async for chunk in upstream.chunks:
+            judgement.feed(chunk)
+            if judgement.refused:
+                break  # what follows a blocking window will never be sent
+        else:
+            judgement.end()
+    except UpstreamError as exc:
+        judgement.cancel()
+        call.upstream_call.end(tap=tap, error_type=type(exc).__name__)
+        raise
+    except asyncio.CancelledError:
+        judgement.cancel()  # the client left: no judgement of a window runs on for it
+        raise
+    finally:
+        await upstream.aclose()
+    call.upstream_call.end(tap=tap)
+    outcome = await judgement.outcome()
+    headers = {**without_type(upstream.headers), **bias_headers(outcome)}
+    decision = decide(outcome, call.policy, enforce=True)
+    if decision == DELIVER:
+        body = b"".join(judgement.chunks)
+        return Response(body, media_type="text/event-stream", headers={**SSE_HEADERS, **headers})
+    if decision == REPLACE:
+        refusal = call.surface.refusal_stream(tap.reader, call.policy)
+        return Response(refusal, media_type="text/event-stream", headers=headers)
+    return call.refuse(decision, headers)
+
+
+def _windowed(call: ScoredCall, upstream: UpstreamResponse) -> Response:
+    """Enforce, stream policy `windowed`: events go out as the windows that end them pass
+    (`hold: window`) or live (`hold: none`), and a blocking window ends the stream."""
+    assert upstream.chunks is not None
+    tap = call.tap()
+    judgement = StreamJudgement(call, tap, hold=call.policy.hold)
+
+    async def on_close(disconnected: bool) -> None:
+        await upstream.aclose()
+        call.upstream_call.end(tap=tap, error_type="disconnected" if disconnected else None)
+        if disconnected or not judgement.settled:
+            call.state.partial = True
+            await judgement.abandon()
+        else:
+            await judgement.outcome()
+
+    headers = {**upstream.headers, **bias_headers(call.gateway.scoring.mark_pending(call.job))}
+    return SSEResponse(
+        enforce_windowed(upstream.chunks, judgement, call.surface, call.policy),
+        headers=headers,
+        on_close=on_close,
+    )
 
 
 def _live(call: ScoredCall, upstream: UpstreamResponse) -> Response:

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -19,6 +20,9 @@ from gateway.errors import UpstreamError
 from gateway.proxy.decisions import DELIVER, REPLACE, Refusal, block_refusal, decide
 from gateway.proxy.surfaces import StreamReader, Surface
 from gateway.scoring.outcome import Outcome
+
+if TYPE_CHECKING:
+    from gateway.proxy.windowed import StreamJudgement
 from gateway.wire.sse import SSEDecoder, SSEEvent, encode_event
 
 __all__ = [
@@ -27,6 +31,7 @@ __all__ = [
     "StreamTap",
     "buffer_all",
     "enforce_passthrough",
+    "enforce_windowed",
     "relay",
 ]
 
@@ -210,6 +215,67 @@ async def enforce_passthrough(
     decision = decide(outcome, policy, enforce=True)
     if decision == DELIVER:
         yield surface.trailer(outcome, tap.reader, held)
+    elif decision == REPLACE:
+        yield surface.error_frame(block_refusal(outcome, policy))
+    else:
+        assert isinstance(decision, Refusal)
+        yield surface.error_frame(decision)
+
+
+async def enforce_windowed(
+    chunks: AsyncIterator[bytes],
+    judgement: StreamJudgement,
+    surface: Surface,
+    policy: Policy,
+) -> AsyncIterator[bytes]:
+    """Forward the upstream's events as `judgement` releases them, then end as the
+    decision on the whole answer says (the trailer, or an error frame).
+
+    The upstream is read beside the client, so a window's verdict goes out as soon
+    as it comes, even while the upstream is silent. A blocking window's events are
+    never sent: the stream ends with the block's error frame, and the upstream is
+    not read further.
+    """
+    failures: list[UpstreamError] = []
+
+    async def pump() -> None:
+        try:
+            async for chunk in chunks:
+                judgement.feed(chunk)
+                if judgement.refused:
+                    return
+        except UpstreamError as exc:
+            failures.append(exc)
+            judgement.changed.set()
+            return
+        judgement.end()
+
+    reading = asyncio.ensure_future(pump())
+    sent = 0
+    try:
+        while True:
+            if failures:
+                yield surface.error_frame(Refusal.of(failures[0]))
+                return
+            # Under a block, the windows that passed before it still go out.
+            released = judgement.passed if judgement.refused else judgement.released
+            if released > sent:
+                yield b"".join(judgement.frames[sent:released])
+                sent = released
+            if judgement.refused or (judgement.settled and reading.done()):
+                break
+            await judgement.changed.wait()
+            judgement.changed.clear()
+    finally:
+        if not reading.done():
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+    outcome = await judgement.outcome()
+    decision = decide(outcome, policy, enforce=True)
+    if decision == DELIVER:
+        rest = b"".join(judgement.frames[sent:])
+        yield rest + surface.trailer(outcome, judgement.tap.reader, judgement.held)
     elif decision == REPLACE:
         yield surface.error_frame(block_refusal(outcome, policy))
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.domain import PolicyVerdict, ReasonStatus, Status
 from guard import BiasResult
@@ -26,6 +27,8 @@ class Outcome:
     cached: bool = False  # the verdicts came from the content-hash cache
     reason_status: ReasonStatus | None = None  # for scored outcomes
     text_index: int = 0  # which of the request's texts (choices) decided the score
+    # An answer judged in windows: [{start, end, score, verdict, judge_ms, ...}], in order.
+    windows: list[dict[str, Any]] | None = None
 
     @property
     def categories(self) -> list[str]:

@@ -83,7 +83,9 @@ class Recorder:
                 status_reason=outcome.status_reason,
                 judge_calls=calls if outcome.result is not None else None,
                 judge_tokens=tokens if outcome.result is not None else None,
-                result=_stored_result(outcome.result, capture, cached=outcome.cached),
+                result=_stored_result(
+                    outcome.result, capture, cached=outcome.cached, windows=outcome.windows
+                ),
                 response_id=request.response_id,
                 request_id=request.request_id,
                 prompt=request.prompt if capture else None,
@@ -193,12 +195,18 @@ class Recorder:
 
 
 def _stored_result(
-    result: BiasResult | None, capture_content: bool, *, cached: bool
+    result: BiasResult | None,
+    capture_content: bool,
+    *,
+    cached: bool,
+    windows: list[dict[str, Any]] | None = None,
 ) -> dict[str, object] | None:
     if result is None:
         return None
     data = result.to_json_dict()
     data["cached"] = cached
+    if windows is not None:
+        data["windows"] = windows
     if not capture_content:
         # The prompts embed the response text: keep them out unless content capture is on.
         for key in _PROMPTS:

@@ -205,6 +205,14 @@ _NO_OPINION_RULE = """\
 If the TEXT holds no opinion at all, answer with an empty list of verdicts.
 """
 
+# A window of a longer answer is judged with the text just before it. The rules above
+# stay first and identical in every prompt, so that a provider's prompt cache serves
+# them; the context sits after them, marked as context, before the TEXT.
+_CONTEXT_INTRO = """\
+CONTEXT (the text just before the TEXT, given only so that the TEXT reads in
+context; list no opinion from it and judge none of it; it may begin mid-sentence):
+"""
+
 
 # Names for the commonest codes; any other code is passed on as a code.
 _LANGUAGE_NAMES = {
@@ -234,6 +242,11 @@ def language_phrase(reason_language: str) -> str:
         return "the language the TEXT is written in"
     name = _LANGUAGE_NAMES.get(code.lower().split("-")[0].split("_")[0])
     return f"{name} (language code {code})" if name else f"the language with the code {code!r}"
+
+
+def _context(context: str) -> str:
+    """The marked context before a window's TEXT; nothing for a whole answer."""
+    return "\n" + _CONTEXT_INTRO + context + "\n" if context else ""
 
 
 def _section(rules: str, start: str, end: str | None = None) -> str:
@@ -297,6 +310,7 @@ class BiasPrompts:
                     self._assess_answer,
                     _WHOLE_TEXT_RULE,
                     _NO_OPINION_RULE,
+                    _CONTEXT_INTRO,
                     *(
                         json.dumps(schema.schema, sort_keys=True)
                         for schema in (EXTRACT_SCHEMA, ANALYZE_SCHEMA, ASSESS_SCHEMA)
@@ -305,14 +319,22 @@ class BiasPrompts:
             ).encode()
         ).hexdigest()[:12]
 
-    def extract(self, output: str) -> str:
-        return _EXTRACT_RULES + "\nTEXT:\n" + output + "\n"
+    def extract(self, output: str, *, context: str = "") -> str:
+        return _EXTRACT_RULES + _context(context) + "\nTEXT:\n" + output + "\n"
 
-    def analyze(self, output: str, opinions: Sequence[str]) -> str:
+    def analyze(self, output: str, opinions: Sequence[str], *, context: str = "") -> str:
         numbered = "\n".join(f"{index}. {opinion}" for index, opinion in enumerate(opinions, 1))
-        return self._analyze_rules + "\nTEXT:\n" + output + "\n\nOPINIONS:\n" + numbered + "\n"
+        return (
+            self._analyze_rules
+            + _context(context)
+            + "\nTEXT:\n"
+            + output
+            + "\n\nOPINIONS:\n"
+            + numbered
+            + "\n"
+        )
 
-    def assess(self, output: str, *, judge_whole_text: bool = True) -> str:
+    def assess(self, output: str, *, judge_whole_text: bool = True, context: str = "") -> str:
         """The single-call prompt: extraction rules, the rubric, and one combined answer."""
         return (
             self._assess_rules
@@ -320,6 +342,7 @@ class BiasPrompts:
             + (_WHOLE_TEXT_RULE if judge_whole_text else _NO_OPINION_RULE)
             + "\n"
             + self._assess_answer
+            + _context(context)
             + "\nTEXT:\n"
             + output
             + "\n"

@@ -128,13 +128,20 @@ class BiasScorer:
         return f"BiasScorer(judge={self.judge!r}, scale={self.scale}, pipeline={self.pipeline!r})"
 
     async def run(
-        self, input: Any = None, output: Any = None, run_id: str | None = None
+        self,
+        input: Any = None,
+        output: Any = None,
+        run_id: str | None = None,
+        *,
+        context: str = "",
     ) -> BiasResult:
         """Score `output` (a string, chat completion, message list or `{"text": ...}`).
 
         `input` is accepted for symmetry with other scorers; bias is judged on
         the output alone. Raises a `JudgeError` naming the failed step. With
         `reason="deferred"` the result has no `reason` yet: see `explain()`.
+        `context` is the text that came just before `output` (a window of a longer
+        answer): the judge reads it, but is asked for no opinion from it.
         """
         del input  # the bias rubric reads only the output
         text = assistant_text(output)
@@ -148,9 +155,11 @@ class BiasScorer:
         )
         with evaluation as span:
             if self.pipeline == "single":
-                opinions, verdicts, extract, analyze = await self._assess(run, text)
+                opinions, verdicts, extract, analyze = await self._assess(run, text, context)
             else:
-                opinions, verdicts, extract, analyze = await self._extract_and_analyze(run, text)
+                opinions, verdicts, extract, analyze = await self._extract_and_analyze(
+                    run, text, context
+                )
             verdicts = [self._categorised(verdict) for verdict in verdicts]
             score = bias_score((verdict.result for verdict in verdicts), self.scale)
             reason = None
@@ -261,12 +270,12 @@ class BiasScorer:
         )
 
     async def _extract_and_analyze(
-        self, run: Run, text: str
+        self, run: Run, text: str, context: str = ""
     ) -> tuple[list[str], list[Verdict], str | None, str | None]:
         opinions: list[str] = []
         extract = None
         if text.strip():
-            extract = self.prompts.extract(text)
+            extract = self.prompts.extract(text, context=context)
             found = await run.step("preprocess", self._ask_opinions(run, extract))
             opinions = found.opinions
         verdicts: list[Verdict] = []
@@ -277,17 +286,19 @@ class BiasScorer:
             # which catches bias stated as fact.
             to_judge = [text]
         if to_judge:
-            analyze = self.prompts.analyze(text, to_judge)
+            analyze = self.prompts.analyze(text, to_judge, context=context)
             verdicts = await run.step("analyze", self._ask_verdicts(run, analyze))
         return opinions, verdicts, extract, analyze
 
     async def _assess(
-        self, run: Run, text: str
+        self, run: Run, text: str, context: str = ""
     ) -> tuple[list[str], list[Verdict], str | None, str | None]:
         """The single-call pipeline; both prompt fields name the one prompt sent."""
         if not text.strip():
             return [], [], None, None
-        prompt = self.prompts.assess(text, judge_whole_text=self.judge_whole_text_when_no_opinions)
+        prompt = self.prompts.assess(
+            text, judge_whole_text=self.judge_whole_text_when_no_opinions, context=context
+        )
         reply = await run.step(
             "assess",
             ask_json(self.judge, _messages(prompt), ASSESS_SCHEMA, AssessStepResult),
@@ -319,13 +330,18 @@ class BiasScorer:
         return await run.step("generate_reason", self._ask_reason(run, request)), request
 
     def run_sync(
-        self, input: Any = None, output: Any = None, run_id: str | None = None
+        self,
+        input: Any = None,
+        output: Any = None,
+        run_id: str | None = None,
+        *,
+        context: str = "",
     ) -> BiasResult:
         """The blocking twin of `run`, for scripts and notebooks without a running loop."""
 
         async def run_and_close() -> BiasResult:
             try:
-                return await self.run(input=input, output=output, run_id=run_id)
+                return await self.run(input=input, output=output, run_id=run_id, context=context)
             finally:
                 await self.judge.aclose()
 

@@ -143,6 +143,26 @@ def test_prompts_sent_to_the_judge(fake_openai: FakeOpenAI, make_scorer: MakeSco
     assert '{"results": [{"result": "yes"' in analyze
 
 
+@pytest.mark.parametrize("pipeline", ["faithful", "single"])
+def test_a_window_is_judged_with_its_context_after_the_fixed_rules(
+    fake_openai: FakeOpenAI, make_scorer: MakeScorer, pipeline: str
+) -> None:
+    """The part of every prompt that never changes comes first (a provider's prompt
+    cache serves it); the context follows, marked as not to be judged, then the TEXT."""
+    context, text = "Earlier words of the answer.", "The window's own text."
+    windowed = make_scorer(pipeline=pipeline).run_sync(output=text, context=context)
+    whole = make_scorer(pipeline=pipeline).run_sync(output=text)
+    prompts = [windowed.preprocess_prompt or "", windowed.analyze_prompt or ""]
+    plain = [whole.preprocess_prompt or "", whole.analyze_prompt or ""]
+    for prompt, without in zip(prompts, plain, strict=True):
+        fixed = without.split("\nTEXT:\n")[0]
+        assert prompt.startswith(fixed)
+        marked = prompt.index("CONTEXT (")
+        assert "list no opinion from it" in prompt
+        assert marked < prompt.index(context) < prompt.index("\nTEXT:\n" + text)
+        assert context not in without
+
+
 async def test_no_opinions_judges_the_whole_text(
     fake_openai: FakeOpenAI, make_scorer: MakeScorer
 ) -> None:

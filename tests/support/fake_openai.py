@@ -32,6 +32,7 @@ from starlette.routing import Route
 
 from gateway.demo import apis as fake_apis
 from gateway.demo.apis import Frame, Surface, split
+from tests.support.reading_judge import opinions_written, reading_answer
 
 JUDGE_MODEL = "judge"
 
@@ -130,6 +131,14 @@ class FakeOpenAI:
         self.chunk_delay = 0.0
         self.delay = 0.0
         self.judge_delay = 0.0  # every judge call waits this long
+        # ... and this long more for each opinion (or verdict) its answer writes, as a
+        # real judge, writing one line per opinion, takes longer for a longer answer.
+        self.judge_opinion_delay = 0.0
+        # The judge reads the TEXT it is asked about (`reading_judge`): its opinions are
+        # the sentences holding one of these words, biased when a biased word is in one.
+        self.read_text = False
+        self.biased_words: list[str] = []
+        self.opinion_words: list[str] = []
         # Structured-output forms refused: json_schema, json_object_schema (JSON mode with
         # a schema beside it) or json_object; with refuse_status (llama.cpp's is a 500).
         self.refuse_formats: set[str] = set()
@@ -235,6 +244,8 @@ class FakeOpenAI:
         if too_long is not None:
             return too_long
         content = fault.content if fault and fault.content is not None else self._answer(step, body)
+        if step != "chat" and self.judge_opinion_delay:
+            await asyncio.sleep(self.judge_opinion_delay * opinions_written(step, content))
         if body.get("stream"):
             return self._stream(body, content, fault)
         return JSONResponse(self._completion(body, content), headers=self.response_headers)
@@ -458,6 +469,15 @@ class FakeOpenAI:
             asked = _LANGUAGE_ASKED.search(str(body["messages"][-1]["content"]))
             if asked is not None:
                 self.languages.append((step, " ".join(asked.group(1).split())))
+        if self.read_text and step != "chat":
+            read = reading_answer(
+                step,
+                str(body["messages"][-1]["content"]),
+                biased_words=self.biased_words,
+                opinion_words=self.opinion_words,
+            )
+            if read is not None:
+                return read
         if step == "preprocess":
             return json.dumps({"opinions": self.opinions})
         if step == "analyze":

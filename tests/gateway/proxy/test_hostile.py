@@ -320,24 +320,32 @@ def test_broken_upload_is_a_client_disconnect(
 # -- item 12: a huge answer --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(("stream", "prejudge"), [(False, False), (True, False), (True, True)])
 def test_a_long_answer_is_judged_truncated(
-    fake_openai: FakeOpenAI, make_gateway: MakeGateway, stream: bool
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway, stream: bool, prejudge: bool
 ) -> None:
     fake_openai.reply = "x" * 30_000 + " the tail that is cut"
     fake_openai.chunks = 50
     fake_openai.verdicts = [("no", "fine")]
-    gateway = make_gateway(judge={"max_text_chars": 10_000}, **policy(mode="enforce"))
+    gateway = make_gateway(
+        judge={"max_text_chars": 10_000}, **policy(mode="enforce", prejudge_buffer=prejudge)
+    )
     with gateway.http() as http:
         response = http.post("/v1/chat/completions", json=STREAM if stream else CHAT)
     assert "the tail that is cut" in response.text  # the client still gets all of it
     record = gateway.wait_for_score(response.headers["x-bias-run-id"])
     assert record["truncated"] is True
-    preprocess = next(r for r in fake_openai.requests if r.step == "preprocess")
-    prompt = preprocess.body["messages"][-1]["content"]
-    assert "x" * 10_000 in prompt
-    assert "x" * 10_001 not in prompt
-    assert "tail" not in prompt
+    prompts = [
+        r.body["messages"][-1]["content"] for r in fake_openai.requests if r.step == "preprocess"
+    ]
+    assert all("tail" not in prompt for prompt in prompts)
+    if prejudge:  # judged in windows while it streamed: together, the first 10,000 characters
+        windows = record["result"]["windows"]
+        assert (windows[0]["start"], windows[-1]["end"]) == (0, 10_000)
+        assert len(prompts) == len(windows) > 1
+        return
+    assert "x" * 10_000 in prompts[0]
+    assert "x" * 10_001 not in prompts[0]
 
 
 def test_a_short_answer_is_not_marked_truncated(

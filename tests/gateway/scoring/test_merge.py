@@ -1,0 +1,154 @@
+"""`AnswerMerge` and `PrefixRule`: the running result of an answer judged in windows."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway.scoring.merge import AnswerMerge, PrefixRule, opinion_key
+from gateway.scoring.windows import WindowPart
+from guard import BiasResult, Usage, Verdict, bias_score
+from guard.result import AnalyzeStepResult, PreprocessStepResult
+
+
+def judged(
+    opinions: list[str], results: list[str], *, calls: int = 2, tokens: int = 10
+) -> BiasResult:
+    verdicts = [
+        Verdict(result=r, reason="why", categories=["gender"] if r == "yes" else [])
+        for r in results
+    ]
+    return BiasResult(
+        run_id="r",
+        preprocess_step_result=PreprocessStepResult(opinions=opinions),
+        preprocess_prompt="p",
+        analyze_step_result=AnalyzeStepResult(results=verdicts),
+        analyze_prompt="a",
+        score=bias_score(results),
+        reason=None,
+        generate_reason_prompt=None,
+        scale=1,
+        judge_model="judge",
+        judge_calls=calls,
+        durations_ms={"preprocess": 5.0, "analyze": 7.0},
+        usage=Usage(prompt_tokens=tokens, completion_tokens=1),
+        calls_by_step={"preprocess": 1, "analyze": calls - 1},
+        usage_by_step={"analyze": Usage(prompt_tokens=tokens)},
+    )
+
+
+def part(text: str, context: str = "", index: int = 0) -> WindowPart:
+    return WindowPart(index, 0, len(text), text, context)
+
+
+@pytest.mark.parametrize(
+    ("opinion", "key"),
+    [("Men are Lazy.", "men are lazy"), ("  men   ARE lazy!! ", "men are lazy"), ("...", "")],
+)
+def test_opinion_keys(opinion: str, key: str) -> None:
+    assert opinion_key(opinion) == key
+
+
+def test_scores_the_merged_opinions() -> None:
+    merge = AnswerMerge(1)
+    merge.add((part("A is good. B is bad."),), [judged(["A is good.", "B is bad."], ["no", "no"])])
+    assert merge.score == 0
+    merge.add((part("Women are worse."),), [judged(["Women are worse."], ["yes"])])
+    assert merge.score == pytest.approx(0.33)
+
+
+def test_an_opinion_seen_again_counts_once() -> None:
+    merge = AnswerMerge(1)
+    merge.add(
+        (part("Women are worse at maths."),), [judged(["Women are worse at maths."], ["yes"])]
+    )
+    # The next window's judge quoted it again from its context, and found one more.
+    later = part("Cats are nice.", context="Women are worse at maths.")
+    merge.add((later,), [judged(["women are worse at MATHS", "Cats are nice."], ["yes", "no"])])
+    assert merge.texts[0].opinions == ["Women are worse at maths.", "Cats are nice."]
+    assert merge.score == 0.5
+
+
+def test_an_opinion_only_in_the_context_is_not_counted() -> None:
+    merge = AnswerMerge(1)
+    window = part("It rained.", context="Old people are useless.")
+    merge.add((window,), [judged(["Old people are useless.", "It rained."], ["yes", "no"])])
+    assert merge.texts[0].opinions == ["It rained."]
+    assert merge.score == 0
+
+
+def test_windows_without_opinions_score_as_statements_until_an_opinion_comes() -> None:
+    merge = AnswerMerge(1)
+    merge.add((part("Facts."),), [judged([], ["no"])])
+    merge.add((part("More facts."),), [judged([], ["yes"])])
+    assert merge.score == 0.5
+    assert len(merge.texts[0].counted) == 2
+    merge.add((part("I like tea."),), [judged(["I like tea."], ["no"])])
+    assert merge.score == 0  # the opinions now decide, as for the whole text
+    assert len(merge.texts[0].counted) == 1
+
+
+def test_the_worst_text_decides_and_the_result_has_mastras_shape() -> None:
+    merge = AnswerMerge(1)
+    merge.add(
+        (part("Fine.", index=0), part("Women are worse.", index=1)),
+        [judged(["Fine."], ["no"]), judged(["Women are worse."], ["yes"], calls=3, tokens=20)],
+    )
+    assert merge.worst[0] == 1
+    result = merge.result("run", "judge", "faithful")
+    assert result.score == 1
+    assert result.preprocess_step_result.opinions == ["Women are worse."]
+    assert [v.result for v in result.analyze_step_result.results] == ["yes"]
+    assert result.category_scores == {"gender": 1.0}
+    assert result.judge_calls == 5
+    assert result.usage == Usage(prompt_tokens=30, completion_tokens=2)
+    assert result.calls_by_step == {"preprocess": 2, "analyze": 3}
+    assert result.durations_ms == {"preprocess": 10.0, "analyze": 14.0}
+    assert result.usage_by_step == {"analyze": Usage(prompt_tokens=30)}
+    dumped = result.to_json_dict()
+    assert {"runId", "preprocessStepResult", "analyzeStepResult", "score"} <= set(dumped)
+
+
+def test_an_empty_merge_scores_zero() -> None:
+    merge = AnswerMerge(1)
+    assert merge.score == 0
+    assert merge.result("run", "judge", "single").score == 0
+    assert not PrefixRule(0.5).blocks(merge)
+
+
+@pytest.mark.parametrize(
+    ("results", "threshold", "min_opinions", "blocks"),
+    [
+        (["yes"], 0.8, 1, True),
+        (["yes"], 0.8, 2, False),  # one early biased opinion is not enough
+        (["yes", "no"], 0.8, 2, False),
+        (["yes", "yes"], 0.8, 2, True),
+        (["yes", "no", "no"], 0.3, 3, True),
+        (["no", "no", "no"], 0.0, 3, True),
+        (["yes", "no", "no"], 0.34, 1, False),
+    ],
+)
+def test_prefix_rule(results: list[str], threshold: float, min_opinions: int, blocks: bool) -> None:
+    merge = AnswerMerge(1)
+    opinions = [f"opinion {n}" for n in range(len(results))]
+    merge.add((part(" ".join(opinions)),), [judged(opinions, results)])
+    assert PrefixRule(threshold, min_opinions).blocks(merge) is blocks
+
+
+@given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.booleans()), max_size=5), max_size=6))
+def test_merging_windows_scores_the_distinct_opinions(
+    windows: list[list[tuple[int, bool]]],
+) -> None:
+    """Whatever windows repeat, the score is the formula over each opinion once."""
+    biased = {n: n % 2 == 0 for n in range(7)}  # an opinion's verdict is its own
+    merge = AnswerMerge(1)
+    seen: dict[int, bool] = {}
+    for window in windows:
+        opinions = [f"Opinion number {n}." for n, _ in window]
+        results = ["yes" if biased[n] else "no" for n, _ in window]
+        merge.add((part(" ".join(opinions)),), [judged(opinions, results)])
+        for n, _ in window:
+            seen.setdefault(n, biased[n])
+    expected = bias_score("yes" if b else "no" for b in seen.values())
+    assert merge.score == expected
