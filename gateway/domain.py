@@ -19,6 +19,7 @@ __all__ = [
     "VERDICTS",
     "Mode",
     "PolicyVerdict",
+    "Prejudge",
     "ReasonMode",
     "ReasonStatus",
     "SkipReason",
@@ -37,6 +38,10 @@ MODES: Final[tuple[Mode, ...]] = get_args(Mode)
 
 # How an enforced stream reaches the client.
 StreamPolicy = Literal["buffer", "passthrough"]
+
+# How an enforced whole answer is asked of an upstream: as a whole, or as a stream the
+# gateway judges as it arrives and rebuilds into the whole answer (`prejudge: stream`).
+Prejudge = Literal["off", "stream"]
 
 # Where a record stands. Every status but `pending` is final: written once.
 Status = Literal["pending", "scored", "error", "skipped", "dropped"]

@@ -11,11 +11,11 @@ from starlette.responses import JSONResponse, Response
 from gateway.errors import UpstreamError
 from gateway.proxy.call import How, ScoredCall, without_type
 from gateway.proxy.decisions import DELIVER, REPLACE, bias_headers, decide
+from gateway.proxy.prejudge import deliver_prejudged, prejudge_request
 from gateway.proxy.streaming import (
     SSE_HEADERS,
     SSEResponse,
     StreamTap,
-    buffer_all,
     enforce_passthrough,
     relay,
 )
@@ -38,8 +38,13 @@ async def deliver(call: ScoredCall, admitted: bool) -> Response:
     """Call the upstream, then deliver its answer as the request and its policy say.
     `admitted` is False when the request found no place in a full monitor queue."""
     overloaded = None if admitted else call.finish(call.gateway.scoring.overloaded(call.job))
-    upstream = await call.upstream_call.send()
+    streamed = prejudge_request(call)
+    upstream = await call.upstream_call.send(streamed=streamed)
     skip = overloaded if overloaded is not None else call.skip_headers(upstream.status)
+    if streamed is not None and skip is None:
+        prejudged = await deliver_prejudged(call, upstream)
+        if prejudged is not None:
+            return prejudged
     if call.parsed.stream:
         return await _stream(call, upstream, skip)
     return await _whole(call, upstream, skip)
@@ -126,18 +131,8 @@ def _relay(
 
 async def _buffered(call: ScoredCall, upstream: UpstreamResponse) -> Response:
     """Enforce, stream policy `buffer`: the whole stream, judged before a byte goes out."""
-    assert upstream.chunks is not None
-    tap = call.tap()
-    try:
-        body = await buffer_all(upstream.chunks, tap)
-    except UpstreamError as exc:
-        call.upstream_call.end(tap=tap, error_type=type(exc).__name__)
-        raise
-    finally:
-        await upstream.aclose()
-    call.upstream_call.end(tap=tap)
-    texts = call.stream_texts(tap)
-    outcome = await call.judge(texts, readable=tap.readable, strict=True, how="score")
+    body, tap = await call.read_stream(upstream)
+    outcome = await call.judge_stream(tap)
     headers = {**without_type(upstream.headers), **call.finish(outcome)}
     decision = decide(outcome, call.policy, enforce=True)
     if decision == DELIVER:
