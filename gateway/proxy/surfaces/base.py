@@ -188,9 +188,12 @@ class Surface(ABC):
         goes as it is, so that the upstream answers it as it would have."""
         if not self.rebuilds or parsed.stream or "stream_options" in parsed.body:
             return None
-        raw = with_field(parsed.upstream_body(model), "stream", True)
-        if self.usage_option:
-            raw = with_field(raw, "stream_options", {"include_usage": True})
+        try:
+            raw = with_field(parsed.upstream_body(model), "stream", True)
+            if self.usage_option:
+                raw = with_field(raw, "stream_options", {"include_usage": True})
+        except (ValueError, BadRequest):
+            return None  # too deep to re-encode: sent as it came, and answered as it is
         return raw
 
     def rebuild(self, body: bytes) -> Rebuilt:

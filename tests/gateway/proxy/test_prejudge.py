@@ -20,6 +20,8 @@ from tests.gateway.conftest import RunningGateway, policy
 from tests.support import rich_answers
 from tests.support.fake_openai import FakeOpenAI, Fault
 from tests.support.rich_answers import NOT_STREAMED, RichAnswer
+from tests.support.telemetry import Captured
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 API_PATHS = {api: path for path, api in rich_answers.API_OF_PATH.items()}
@@ -335,3 +337,49 @@ def test_a_prejudged_answer_uses_the_score_cache(
     assert calls > 0
     assert passing.judge_calls() == calls
     assert second.headers["x-bias-score"] == first.headers["x-bias-score"]
+
+
+def test_a_prejudged_answer_is_traced_as_a_whole_one(
+    make_gateway: MakeGateway, passing: FakeOpenAI, otel_capture: Captured
+) -> None:
+    captured = otel_capture  # this test's spans and events only
+    captured.spans.clear()
+    captured.logs.clear()
+    captured.telemetry.capture_content = False
+    gateway = make_gateway(otel=captured.telemetry, **policy(mode="enforce"), **PREJUDGE)
+    completion = gateway.client().chat.completions.create(**REQUESTS["chat"])
+    wait_for(lambda: captured.named("POST /v1/chat/completions"), "the server span")
+    attributes = dict(captured.one("chat gpt-rich").attributes or {})
+    assert attributes["gen_ai.response.id"] == completion.id == "rich-0001"
+    assert attributes["gen_ai.response.model"] == "gpt-rich-2026-01-01"
+    assert attributes["gen_ai.response.finish_reasons"] == ("stop", "stop", "tool_calls")
+    assert attributes["gen_ai.usage.input_tokens"] == 31
+    assert attributes["gen_ai.usage.output_tokens"] == 57
+    assert attributes["gen_ai.request.stream"] is True  # the upstream call streamed
+    assert captured.one("evaluation bias") is not None
+    [event] = captured.events()
+    assert (event.attributes or {})["gen_ai.response.id"] == "rich-0001"
+
+
+@pytest.mark.parametrize("api", sorted(API_PATHS))
+def test_the_streamed_request_is_the_clients_asking_for_a_stream(api: str) -> None:
+    surface = SURFACE[api]
+    parsed = surface.parse(json.dumps({**REQUESTS[api], "temperature": 0.2}).encode())
+    streamed = surface.stream_request(parsed, "upstream-name")
+    assert streamed is not None
+    expected = {**REQUESTS[api], "temperature": 0.2, "model": "upstream-name", "stream": True}
+    if api in ("chat", "completions"):
+        expected["stream_options"] = {"include_usage": True}
+    assert json.loads(streamed) == expected
+
+
+@pytest.mark.parametrize("api", sorted(API_PATHS))
+@pytest.mark.parametrize(
+    "fields",
+    [{"stream": True}, {"stream_options": {"include_usage": False}}],
+    ids=["a-stream", "stream-options"],
+)
+def test_some_requests_are_not_asked_for_as_streams(api: str, fields: dict[str, Any]) -> None:
+    surface = SURFACE[api]
+    parsed = surface.parse(json.dumps({**REQUESTS[api], **fields}).encode())
+    assert surface.stream_request(parsed, None) is None
