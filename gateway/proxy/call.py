@@ -11,17 +11,15 @@ from starlette.responses import JSONResponse, Response
 
 from gateway.config import Policy
 from gateway.domain import Mode, SkipReason
-from gateway.errors import UpstreamError
 from gateway.observability.access import CallState
 from gateway.proxy.decisions import Decision, Refusal, bias_headers, skip_headers
 from gateway.proxy.exchange import UpstreamCall
-from gateway.proxy.streaming import StreamTap, buffer_all
+from gateway.proxy.streaming import StreamTap
 from gateway.proxy.surfaces import Surface, SurfaceRequest
 from gateway.runtime.quotas import KeyQuota
 from gateway.runtime.resources import Gateway
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.request import ScoreRequest
-from gateway.upstream.client import UpstreamResponse
 
 __all__ = ["How", "ScoredCall", "unjudged", "without_type"]
 
@@ -110,26 +108,6 @@ class ScoredCall:
             partial=partial,
         )
         return tap.texts()
-
-    async def read_stream(self, upstream: UpstreamResponse) -> tuple[bytes, StreamTap]:
-        """An upstream stream read to its end (enforce, buffered or prejudged), with the
-        tap that read its texts; the upstream span ends with it."""
-        assert upstream.chunks is not None
-        tap = self.tap()
-        try:
-            body = await buffer_all(upstream.chunks, tap)
-        except UpstreamError as exc:
-            self.upstream_call.end(tap=tap, error_type=type(exc).__name__)
-            raise
-        finally:
-            await upstream.aclose()
-        self.upstream_call.end(tap=tap)
-        return body, tap
-
-    async def judge_stream(self, tap: StreamTap) -> Outcome:
-        """Judge a stream read whole, before any of it is sent (enforce)."""
-        texts = self.stream_texts(tap)
-        return await self.judge(texts, readable=tap.readable, strict=True, how="score")
 
     async def settle(self, tap: StreamTap, *, partial: bool) -> Outcome:
         """Queue a finished stream's text for scoring, or record why there is none."""

@@ -16,6 +16,7 @@ from gateway.proxy.streaming import (
     SSE_HEADERS,
     SSEResponse,
     StreamTap,
+    buffer_all,
     enforce_passthrough,
     relay,
 )
@@ -42,9 +43,9 @@ async def deliver(call: ScoredCall, admitted: bool) -> Response:
     upstream = await call.upstream_call.send(streamed=streamed)
     skip = overloaded if overloaded is not None else call.skip_headers(upstream.status)
     if streamed is not None and skip is None:
-        prejudged = await deliver_prejudged(call, upstream)
-        if prejudged is not None:
-            return prejudged
+        whole = await deliver_prejudged(call, upstream, _enforce_buffer)
+        if whole is not None:
+            return whole
     if call.parsed.stream:
         return await _stream(call, upstream, skip)
     return await _whole(call, upstream, skip)
@@ -94,6 +95,12 @@ async def _stream(
         return _relay(call, upstream, call.finish(outcome), call.tap(), score=True)
     if call.policy.stream_policy == "passthrough":
         return _live(call, upstream)
+    return await _enforce_buffer(call, upstream)
+
+
+async def _enforce_buffer(call: ScoredCall, upstream: UpstreamResponse) -> Response:
+    """Enforce, stream policy `buffer`: what a buffered stream gets; a prejudged whole
+    answer (`prejudge: stream`) goes through here too, and gets whatever it does."""
     return await _buffered(call, upstream)
 
 
@@ -131,8 +138,18 @@ def _relay(
 
 async def _buffered(call: ScoredCall, upstream: UpstreamResponse) -> Response:
     """Enforce, stream policy `buffer`: the whole stream, judged before a byte goes out."""
-    body, tap = await call.read_stream(upstream)
-    outcome = await call.judge_stream(tap)
+    assert upstream.chunks is not None
+    tap = call.tap()
+    try:
+        body = await buffer_all(upstream.chunks, tap)
+    except UpstreamError as exc:
+        call.upstream_call.end(tap=tap, error_type=type(exc).__name__)
+        raise
+    finally:
+        await upstream.aclose()
+    call.upstream_call.end(tap=tap)
+    texts = call.stream_texts(tap)
+    outcome = await call.judge(texts, readable=tap.readable, strict=True, how="score")
     headers = {**without_type(upstream.headers), **call.finish(outcome)}
     decision = decide(outcome, call.policy, enforce=True)
     if decision == DELIVER:

@@ -234,7 +234,7 @@ def test_the_sdk_raises_on_an_error_mid_stream_as_on_a_whole_error(
         gateway.client().chat.completions.create(**REQUESTS["chat"])
 
 
-def test_a_stream_cut_short_is_refused_as_unreadable(
+def test_a_stream_cut_short_is_the_upstreams_failure(
     make_gateway: MakeGateway, passing: FakeOpenAI
 ) -> None:
     gateway = make_gateway(**policy(mode="enforce"), **PREJUDGE)
@@ -242,7 +242,22 @@ def test_a_stream_cut_short_is_refused_as_unreadable(
     passing.fail(Fault(step="chat", raw_chunks=frames[:4]))
     response = httpx.post(gateway.url + API_PATHS["chat"], json=REQUESTS["chat"], timeout=10)
     assert response.status_code == 502
-    assert response.headers["x-bias-skip-reason"] == "unreadable"
+    assert response.json()["error"]["code"] == "upstream_protocol_error"
+    assert "x-bias-run-id" not in response.headers
+    assert passing.judge_calls() == 0
+
+
+def test_a_stream_whose_answer_says_other_than_its_deltas_is_refused(
+    make_gateway: MakeGateway, passing: FakeOpenAI
+) -> None:
+    gateway = make_gateway(**policy(mode="enforce"), **PREJUDGE)
+    frames = [frame.data for frame in rich_answers.response_stream(RichAnswer(), {"stream": True})]
+    last = frames[-1].replace(b"Engineers design bridges.", b"Something never streamed.")
+    assert last != frames[-1]
+    passing.fail(Fault(step="chat", raw_chunks=[*frames[:-1], last]))
+    response = httpx.post(gateway.url + API_PATHS["responses"], json=REQUESTS["responses"])
+    assert response.status_code == 502
+    assert "differ" in response.json()["error"]["message"]
     assert passing.judge_calls() == 0
 
 
