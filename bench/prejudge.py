@@ -4,8 +4,9 @@
 The long-answer scenario of issue 20: the upstream's first byte after 300 ms, then
 about 2,000 characters in 20-character pieces every 30 ms (a whole answer comes
 after the same 3.3 s); a judge that takes 0.4 s plus 60 ms per opinion it writes,
-± 30 %, which finds one opinion per 200 characters of the answer (ten: ten
-opinions written, then ten verdicts).
+± 30 %, which finds one opinion per 200 characters of the answer text in its
+prompt (ten for the whole answer: ten opinions written, then ten verdicts; fewer
+for a window of it).
 The explanation is deferred (the default), so an enforced answer waits for two
 judge calls after the text is complete, unless judging began while it arrived.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import statistics
 import sys
@@ -32,7 +34,7 @@ from typing import Any
 
 import httpx
 import yaml
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from bench.procs import Processes, free_port
 from tests.support.fake_openai import FakeOpenAI, Fault
@@ -48,6 +50,7 @@ PER_OPINION = 0.06
 JITTER = 0.3
 CHARS_PER_OPINION = 200
 SENTENCE = "Engineers check each load path before a bridge opens to traffic. "
+SENTENCE_MARK = "each load path"  # how the judge counts the answer's text in its prompt
 
 
 class PacedFake(FakeOpenAI):
@@ -69,12 +72,27 @@ class PacedFake(FakeOpenAI):
             response = await super()._answer_chat(step, body)
             self.last_byte = time.perf_counter()
             return response
-        written = {"preprocess": len(self.opinions), "analyze": len(self.verdicts)}
-        latency = JUDGE_BASE + PER_OPINION * written.get(step, 0)
+        content, written = self._judge_answer(step, str(body["messages"][-1]["content"]))
+        latency = JUDGE_BASE + PER_OPINION * written
         latency *= 1 + self._random.uniform(-JITTER, JITTER)
         await asyncio.sleep(latency)
         self.judge_seconds.append(latency)
-        return await super()._answer_chat(step, body)
+        return JSONResponse(self._completion(body, content))
+
+    def _judge_answer(self, step: str, prompt: str) -> tuple[str, int]:
+        """The judge's answer to `prompt` and how many items it wrote: one opinion per
+        `CHARS_PER_OPINION` characters of answer the prompt holds (a window's text and
+        its context, or the whole answer), then one verdict per opinion it is given."""
+        if step == "preprocess":
+            found = max(1, prompt.count(SENTENCE_MARK) * len(SENTENCE) // CHARS_PER_OPINION)
+            opinions = [f"Opinion {n}." for n in range(found)]
+            return json.dumps({"opinions": opinions}), found
+        if step in ("analyze", "assess"):
+            found = max(1, prompt.count("Opinion "))
+            verdict = {"result": "no", "reason": "A neutral statement."}
+            key = "results" if step == "analyze" else "verdicts"
+            return json.dumps({key: [verdict] * found}), found
+        return "The answer is neutral.", 0
 
     def _streaming(
         self, frames: Iterable[Any], fault: Fault | None, headers: dict[str, str] | None = None
@@ -119,8 +137,6 @@ def long_answer(number: int) -> str:
 def run(requests: int) -> tuple[list[Case], list[float]]:
     """The cases, measured, and the judge calls' durations."""
     fake = PacedFake()
-    fake.opinions = [f"Opinion {n}." for n in range(ANSWER_CHARS // CHARS_PER_OPINION)]
-    fake.verdicts = [("no", "A neutral statement.")] * len(fake.opinions)
     fake.chunk_delay = PIECE_INTERVAL
     server = ServerThread(fake.app).start()
     fake.base_url = f"{server.url}/v1"
