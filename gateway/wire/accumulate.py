@@ -22,6 +22,7 @@ __all__ = [
 ]
 
 _SET_ONCE = frozenset({"id", "name", "type"})
+_ABSENT = object()
 
 
 @dataclass(slots=True)
@@ -43,10 +44,11 @@ class _Choice:
     # (`reasoning_content`) joined, lists (`annotations`) joined, objects (`audio`,
     # `function_call`) merged; a field only ever null stays null.
     others: dict[str, Any] = field(default_factory=dict)
-    # `refusal`, `tool_calls` (a list), `tool_calls: null`, `logprobs`: fields a whole
-    # answer has because a delta or a choice carried them, even as null.
+    # `refusal`, `tool_calls` (a list), `tool_calls: null`: fields a whole message has
+    # because a delta carried them, even as null; `logprobs_seen`, the choice's.
     seen: set[str] = field(default_factory=set)
     logprobs: dict[str, Any] | None = None
+    logprobs_seen: bool = False
 
 
 class ChunkAccumulator:
@@ -132,13 +134,26 @@ class ChunkAccumulator:
         state = self._choices.setdefault(index, _Choice())
         if isinstance(choice.get("finish_reason"), str):
             self._finish_reasons[index] = choice["finish_reason"]
-        if "logprobs" in choice:
-            state.seen.add("logprobs")
-            if isinstance(choice["logprobs"], Mapping):
-                state.logprobs = merge_logprobs(state.logprobs, choice["logprobs"])
+        logprobs = choice.get("logprobs", _ABSENT)
+        if logprobs is not _ABSENT:
+            state.logprobs_seen = True
+            if logprobs is not None and isinstance(logprobs, Mapping):
+                state.logprobs = merge_logprobs(state.logprobs, logprobs)
         delta = choice.get("delta")
         if not isinstance(delta, Mapping):
             return
+        if len(delta) == 1:
+            # Most chunks: one piece of content (the hot path of every scored stream).
+            content = delta.get("content")
+            if type(content) is str and state.content is not None:
+                kept = state.chars + len(content)
+                if self._max_chars is None or kept <= self._max_chars:
+                    state.content.append(content)
+                    state.chars = kept
+                    return
+            if isinstance(content, str):
+                self._add_content(state, content)
+                return
         for name, value in delta.items():
             if name == "content":
                 if isinstance(value, str):
@@ -223,7 +238,7 @@ class ChunkAccumulator:
                 ]
             message.update(state.others)
             choice: dict[str, Any] = {"index": index, "message": message}
-            if "logprobs" in state.seen:
+            if state.logprobs_seen:
                 choice["logprobs"] = state.logprobs
             choice["finish_reason"] = self._finish_reasons.get(index)
             choices.append(choice)

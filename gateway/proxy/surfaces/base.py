@@ -207,8 +207,9 @@ class Surface(ABC):
         inner = error.body.get("error")
         if not isinstance(inner, Mapping):  # the Responses API's flat `error` event
             code = error.body.get("code")
+            message = inner if isinstance(inner, str) else error.body.get("message")
             inner = {
-                "message": error.body.get("message"),
+                "message": message,
                 "type": code if isinstance(code, str) and code else "server_error",
                 "param": error.body.get("param"),
                 "code": error.body.get("code"),

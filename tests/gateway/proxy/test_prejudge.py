@@ -398,3 +398,30 @@ def test_some_requests_are_not_asked_for_as_streams(api: str, fields: dict[str, 
     surface = SURFACE[api]
     parsed = surface.parse(json.dumps({**REQUESTS[api], **fields}).encode())
     assert surface.stream_request(parsed, None) is None
+
+
+@pytest.mark.parametrize(
+    ("event", "status", "body"),
+    [
+        (
+            {"error": "upstream exploded"},
+            500,
+            {"message": "upstream exploded", "type": "server_error", "param": None, "code": None},
+        ),
+        (
+            {"error": {"message": "slow", "type": "tokens", "code": "rate_limit_exceeded"}},
+            429,
+            {"message": "slow", "type": "tokens", "code": "rate_limit_exceeded"},
+        ),
+        (
+            {"error": {"message": "who?", "code": "invalid_api_key"}},
+            401,
+            {"message": "who?", "code": "invalid_api_key"},
+        ),
+    ],
+    ids=["a-string", "by-type", "by-code"],
+)
+def test_an_openai_error_event_gets_the_status_its_type_or_code_gives(
+    event: dict[str, Any], status: int, body: dict[str, Any]
+) -> None:
+    assert SURFACE["chat"].stream_error(StreamError(event)) == (status, {"error": body})
