@@ -425,3 +425,39 @@ def test_an_openai_error_event_gets_the_status_its_type_or_code_gives(
     event: dict[str, Any], status: int, body: dict[str, Any]
 ) -> None:
     assert SURFACE["chat"].stream_error(StreamError(event)) == (status, {"error": body})
+
+
+def test_the_anthropic_sdk_raises_on_an_overloaded_stream_as_on_a_whole_529(
+    make_gateway: MakeGateway, passing: FakeOpenAI
+) -> None:
+    gateway = make_gateway(**policy(mode="enforce"), **PREJUDGE)
+    frames = [frame.data for frame in rich_answers.message_stream(RichAnswer(), {"stream": True})]
+    passing.fail(Fault(step="chat", raw_chunks=[*frames[:4], ERROR_EVENTS["messages"][0]]))
+    client = anthropic.Anthropic(base_url=gateway.url, api_key="sk-client", max_retries=0)
+    with pytest.raises(anthropic.OverloadedError) as caught:
+        client.messages.create(**REQUESTS["messages"])
+    assert caught.value.status_code == 529
+
+
+def test_a_flagged_prejudged_answer_goes_through_flagged(
+    make_gateway: MakeGateway, passing: FakeOpenAI
+) -> None:
+    passing.opinions = ["One view.", "Another view."]
+    passing.verdicts = [("yes", "Loaded.", ["political"]), ("no", "Neutral.")]
+    gateway = make_gateway(**policy(mode="enforce"), **PREJUDGE)
+    raw = gateway.client().responses.with_raw_response.create(**REQUESTS["responses"])
+    assert (raw.headers["x-bias-verdict"], raw.headers["x-bias-score"]) == ("flag", "0.5")
+    assert raw.headers["x-bias-categories"] == "political"
+    assert raw.parse().id == "resp_rich-0001"
+
+
+def test_a_judge_failure_follows_on_judge_error_as_for_a_whole_answer(
+    make_gateway: MakeGateway, passing: FakeOpenAI
+) -> None:
+    gateway = make_gateway(**policy(mode="enforce", on_judge_error="block"), **PREJUDGE)
+    passing.fail(Fault(step="preprocess", status=500))
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        sdk_whole(gateway.url, "messages")
+    assert caught.value.status_code == 503
+    assert caught.value.response.json()["error"]["type"] == "bias_judge_error"
+    assert upstream_asks(passing)[-1]["stream"] is True
