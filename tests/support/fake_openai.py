@@ -9,6 +9,9 @@ Responses (`/v1/responses`) APIs and Anthropic's Messages API (`/v1/messages`),
 worded by `fake_apis`; those calls are recorded as step "chat" and take the same
 knobs and faults, so a test can script an upstream whichever API it is reached by.
 
+With `rich` set (`tests.support.rich_answers`), every upstream API answers one rich
+answer instead, whole or streamed, in the same words both ways.
+
 Misbehaviour is scripted with `Fault`s, each used by the next matching request.
 """
 

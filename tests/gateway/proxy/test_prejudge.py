@@ -461,3 +461,19 @@ def test_a_judge_failure_follows_on_judge_error_as_for_a_whole_answer(
     assert caught.value.status_code == 503
     assert caught.value.response.json()["error"]["type"] == "bias_judge_error"
     assert upstream_asks(passing)[-1]["stream"] is True
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_the_plain_fake_streams_usage_when_asked_and_prejudges(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI, api: str
+) -> None:
+    # Without `rich`: the demo model's words (gateway.demo.apis), as `bias-gateway demo`
+    # answers, end a stream with its usage when asked to.
+    fake_openai.verdicts = [("no", "Neutral.")]
+    direct = ask(fake_openai, api).json()
+    gateway = make_gateway(**policy(mode="enforce"), **PREJUDGE)
+    with capture_logs() as logs:
+        answer = httpx.post(gateway.url + API_PATHS[api], json=REQUESTS[api], timeout=10).json()
+    assert answer["usage"] == direct["usage"]
+    assert answer["choices"][0]["finish_reason"] == "stop"
+    assert not [log for log in logs if log["event"].startswith("prejudge off")]
