@@ -23,6 +23,7 @@ __all__ = [
     "Hold",
     "Mode",
     "PolicyVerdict",
+    "Prejudge",
     "ReasonMode",
     "ReasonStatus",
     "SkipReason",
@@ -51,6 +52,10 @@ StreamPolicy = Literal["buffer", "passthrough", "windowed"]
 # What a windowed stream holds back: each window until it passed, or nothing.
 Hold = Literal["window", "none"]
 HOLDS: Final[tuple[Hold, ...]] = get_args(Hold)
+
+# How an enforced whole answer is asked of an upstream: as a whole, or as a stream the
+# gateway judges as it arrives and rebuilds into the whole answer (`prejudge: stream`).
+Prejudge = Literal["off", "stream"]
 
 # Where a record stands. Every status but `pending` is final: written once.
 Status = Literal["pending", "scored", "error", "skipped", "dropped"]

@@ -31,7 +31,7 @@ from gateway.config.fields import (
 from gateway.config.yamlenv import (
     Loc,
 )
-from gateway.domain import CATEGORY_ID, Hold, Mode, ReasonMode, StreamPolicy
+from gateway.domain import CATEGORY_ID, Hold, Mode, Prejudge, ReasonMode, StreamPolicy
 from guard.bias.categories import DEFAULT_CATEGORIES, Category, check_categories
 
 __all__ = [
@@ -59,6 +59,11 @@ class UpstreamSettings(Model):
     timeout: PositiveFloat = 600.0
     # Seconds the upstream may stay silent between two reads; unset: only `timeout`.
     read_timeout: OptionalPositiveFloat = None
+    # Enforced whole answers asked for as streams and judged as they arrive
+    # (docs/policies.md#prejudged-whole-answers); `stream_usage: false` says the
+    # server sends no usage in a stream, so whole answers are asked for instead.
+    prejudge: Prejudge = "off"
+    stream_usage: bool = True
 
 
 class AnthropicSettings(Model):
@@ -72,6 +77,8 @@ class AnthropicSettings(Model):
     version: Name = "2023-06-01"  # `anthropic-version` when the client sends none
     timeout: PositiveFloat = 600.0
     read_timeout: OptionalPositiveFloat = None
+    prejudge: Prejudge = "off"  # as the upstream's
+    stream_usage: bool = True
 
     @model_validator(mode="after")
     def _one_key(self) -> Self:
@@ -102,6 +109,8 @@ class ModelRoute(Model):
     timeout: OptionalPositiveFloat = None
     read_timeout: OptionalPositiveFloat = None
     forward_client_auth: bool = False
+    prejudge: Prejudge | None = None  # unset: the default upstream's, for an alias on it
+    stream_usage: bool | None = None
 
     @field_validator("litellm")
     @classmethod

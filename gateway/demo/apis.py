@@ -93,7 +93,18 @@ def chat_stream(body: Body, pieces: list[str]) -> Iterator[Frame]:
     for piece in pieces:
         yield Frame(frame({"content": piece}, None), piece=True)
     yield Frame(frame({}, "stop"))
+    if _includes_usage(body):
+        whole = chat_completion(body, ["".join(pieces)])
+        chunk = {**whole, "id": completion_id, "object": "chat.completion.chunk", "created": 1}
+        yield Frame(_data({**chunk, "choices": []}))
     yield Frame(b"data: [DONE]\n\n")
+
+
+def _includes_usage(body: Body) -> bool:
+    """Whether a stream ends with a usage chunk: `stream_options.include_usage`, as OpenAI's
+    chat and legacy Completions streams do."""
+    options = body.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
 
 
 def chat_completion(body: Body, texts: list[str], *, prompt_chars: int | None = None) -> Body:
@@ -164,6 +175,9 @@ def completion_stream(body: Body, pieces: list[list[str]]) -> Iterator[Frame]:
             yield Frame(chunk(index, piece, None), piece=True)
     for index in range(len(pieces)):
         yield Frame(chunk(index, "", "stop"))
+    if _includes_usage(body):
+        usage = completion(body, ["".join(text) for text in pieces])["usage"]
+        yield Frame(_data({**head, "choices": [], "usage": usage}))
     yield Frame(b"data: [DONE]\n\n")
 
 

@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from gateway.errors import UpstreamError
 from gateway.proxy.call import How, ScoredCall, without_type
 from gateway.proxy.decisions import DELIVER, REPLACE, bias_headers, decide
+from gateway.proxy.prejudge import deliver_prejudged, prejudge_request
 from gateway.proxy.streaming import (
     SSE_HEADERS,
     SSEResponse,
@@ -41,8 +42,13 @@ async def deliver(call: ScoredCall, admitted: bool) -> Response:
     """Call the upstream, then deliver its answer as the request and its policy say.
     `admitted` is False when the request found no place in a full monitor queue."""
     overloaded = None if admitted else call.finish(call.gateway.scoring.overloaded(call.job))
-    upstream = await call.upstream_call.send()
+    streamed = prejudge_request(call)
+    upstream = await call.upstream_call.send(streamed=streamed)
     skip = overloaded if overloaded is not None else call.skip_headers(upstream.status)
+    if streamed is not None and skip is None:
+        whole = await deliver_prejudged(call, upstream, _enforce_buffer)
+        if whole is not None:
+            return whole
     if call.parsed.stream:
         return await _stream(call, upstream, skip)
     return await _whole(call, upstream, skip)
@@ -94,6 +100,12 @@ async def _stream(
         return _live(call, upstream)
     if call.policy.stream_policy == "windowed":
         return _windowed(call, upstream)
+    return await _enforce_buffer(call, upstream)
+
+
+async def _enforce_buffer(call: ScoredCall, upstream: UpstreamResponse) -> Response:
+    """Enforce, stream policy `buffer`: what a buffered stream gets; a prejudged whole
+    answer (`prejudge: stream`) goes through here too, and gets whatever it does."""
     if call.policy.prejudge_buffer:
         return await _prejudged(call, upstream)
     return await _buffered(call, upstream)

@@ -35,6 +35,7 @@ class UpstreamCall:
     span: Span | None = None
     span_context: SpanContext | None = None
     sent_at: float = 0.0
+    stream: bool = False  # whether the upstream was asked for a stream
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json"}
@@ -49,8 +50,11 @@ class UpstreamCall:
         headers["x-request-id"] = self.state.request_id
         return headers
 
-    async def send(self) -> UpstreamResponse:
+    async def send(self, *, streamed: bytes | None = None) -> UpstreamResponse:
+        """Send the request as the client made it, or `streamed`: the same request asking
+        for a stream (`prejudge: stream`)."""
         target = self.target
+        self.stream = self.parsed.stream or streamed is not None
         if target.litellm:
             provider = target.litellm.split("/", 1)[0]
         else:
@@ -59,7 +63,7 @@ class UpstreamCall:
             self.parsed.model,
             provider=provider,
             base_url=target.base_url,
-            stream=self.parsed.stream,
+            stream=self.stream,
             operation=self.surface.operation,
             api=self.surface.name,
         )
@@ -72,9 +76,9 @@ class UpstreamCall:
             response = await self.gateway.upstream.call(
                 target,
                 self.surface.upstream_path,
-                self.parsed.upstream_body(target.model),
+                self.parsed.upstream_body(target.model) if streamed is None else streamed,
                 headers,
-                stream=self.parsed.stream,
+                stream=self.stream,
             )
         except UpstreamError as exc:
             self.end(error_type=type(exc).__name__)
@@ -98,7 +102,7 @@ class UpstreamCall:
         elapsed = time.perf_counter() - self.sent_at
         metrics = self.gateway.metrics
         model = metrics.model(self.parsed.model)
-        metrics.upstream_seconds.labels(model, str(self.parsed.stream).lower()).observe(elapsed)
+        metrics.upstream_seconds.labels(model, str(self.stream).lower()).observe(elapsed)
         metrics.operation_seconds.labels(self.surface.operation, model, "upstream").observe(elapsed)
         ttft = None
         if tap is not None and tap.first_chunk_at is not None:

@@ -57,6 +57,9 @@ class Target:
     read_timeout: float | None = None  # the longest wait for one read; None: only `timeout`
     anthropic: bool = False  # an Anthropic-compatible server: `x-api-key`, `anthropic-version`
     version: str | None = None  # the `anthropic-version` sent when the client sends none
+    # Enforced whole answers are asked for as streams (`prejudge: stream`, with usage).
+    prejudge: bool = False
+    route: str = "upstream"  # how the config names it: `upstream`, `anthropic`, an alias
 
     def auth_headers(self, client: Mapping[str, str]) -> dict[str, str]:
         """The credentials to send: the target's key, or the client's own when forwarded.

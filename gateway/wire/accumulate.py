@@ -13,7 +13,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ChunkAccumulator", "completion_texts", "readable_completion"]
+__all__ = [
+    "ChunkAccumulator",
+    "chunk_extras",
+    "completion_texts",
+    "merge_logprobs",
+    "readable_completion",
+]
+
+_SET_ONCE = frozenset({"id", "name", "type"})
+_ABSENT = object()
 
 
 @dataclass(slots=True)
@@ -30,6 +39,16 @@ class _Choice:
     refusal: list[str] | None = None
     tool_calls: dict[int, _ToolCall] = field(default_factory=dict)
     chars: int = 0  # of content kept so far
+    role: str | None = None
+    # Every other field a delta carried, as the whole message has it: strings
+    # (`reasoning_content`) joined, lists (`annotations`) joined, objects (`audio`,
+    # `function_call`) merged; a field only ever null stays null.
+    others: dict[str, Any] = field(default_factory=dict)
+    # `refusal`, `tool_calls` (a list), `tool_calls: null`: fields a whole message has
+    # because a delta carried them, even as null; `logprobs_seen`, the choice's.
+    seen: set[str] = field(default_factory=set)
+    logprobs: dict[str, Any] | None = None
+    logprobs_seen: bool = False
 
 
 class ChunkAccumulator:
@@ -53,6 +72,10 @@ class ChunkAccumulator:
         self._finish_reasons: dict[int, str] = {}
         self._choices: dict[int, _Choice] = {}
         self._chunks = 0
+        # The first and last chunks, whose other top-level fields (`system_fingerprint`,
+        # `service_tier`) the whole answer carries; read once, at the end.
+        self._first: Mapping[str, Any] | None = None
+        self._last: Mapping[str, Any] | None = None
 
     @property
     def response_id(self) -> str | None:
@@ -88,6 +111,9 @@ class ChunkAccumulator:
         if not isinstance(choices, list):
             return
         self._chunks += 1
+        if self._first is None:
+            self._first = chunk
+        self._last = chunk
         if not self._id and isinstance(chunk.get("id"), str):
             self._id = chunk["id"] or None
         if not self._model and isinstance(chunk.get("model"), str):
@@ -108,28 +134,59 @@ class ChunkAccumulator:
         state = self._choices.setdefault(index, _Choice())
         if isinstance(choice.get("finish_reason"), str):
             self._finish_reasons[index] = choice["finish_reason"]
+        logprobs = choice.get("logprobs", _ABSENT)
+        if logprobs is not _ABSENT:
+            state.logprobs_seen = True
+            if logprobs is not None and isinstance(logprobs, Mapping):
+                state.logprobs = merge_logprobs(state.logprobs, logprobs)
         delta = choice.get("delta")
         if not isinstance(delta, Mapping):
             return
-        content, refusal = delta.get("content"), delta.get("refusal")
-        if isinstance(content, str):
-            if state.content is None:
-                state.content = []
-            if self._max_chars is not None and state.chars + len(content) > self._max_chars:
-                content = content[: self._max_chars - state.chars]
-                self.truncated = True
-            if content:
-                state.content.append(content)
-                state.chars += len(content)
-        if isinstance(refusal, str):
-            if state.refusal is None:
-                state.refusal = []
-            state.refusal.append(refusal)
-        tool_calls = delta.get("tool_calls")
-        if isinstance(tool_calls, list):
-            for position, item in enumerate(tool_calls):
-                if isinstance(item, Mapping):
-                    _merge_tool_call(state.tool_calls, position, item)
+        if len(delta) == 1:
+            # Most chunks: one piece of content (the hot path of every scored stream).
+            content = delta.get("content")
+            if type(content) is str and state.content is not None:
+                kept = state.chars + len(content)
+                if self._max_chars is None or kept <= self._max_chars:
+                    state.content.append(content)
+                    state.chars = kept
+                    return
+            if isinstance(content, str):
+                self._add_content(state, content)
+                return
+        for name, value in delta.items():
+            if name == "content":
+                if isinstance(value, str):
+                    self._add_content(state, value)
+            elif name == "refusal":
+                state.seen.add(name)
+                if isinstance(value, str):
+                    if state.refusal is None:
+                        state.refusal = []
+                    state.refusal.append(value)
+            elif name == "tool_calls":
+                if isinstance(value, list):
+                    state.seen.add(name)
+                    for position, item in enumerate(value):
+                        if isinstance(item, Mapping):
+                            _merge_tool_call(state.tool_calls, position, item)
+                elif value is None:
+                    state.seen.add("tool_calls: null")
+            elif name == "role":
+                if isinstance(value, str) and state.role is None:
+                    state.role = value
+            else:
+                state.others[name] = _merged(state.others.get(name), value)
+
+    def _add_content(self, state: _Choice, content: str) -> None:
+        if state.content is None:
+            state.content = []
+        if self._max_chars is not None and state.chars + len(content) > self._max_chars:
+            content = content[: self._max_chars - state.chars]
+            self.truncated = True
+        if content:
+            state.content.append(content)
+            state.chars += len(content)
 
     def text(self, index: int = 0) -> str:
         """The content of choice `index` so far; "" for a choice not seen."""
@@ -152,16 +209,25 @@ class ChunkAccumulator:
         return any(state.tool_calls for state in self._choices.values())
 
     def as_completion(self) -> dict[str, Any]:
-        """The `chat.completion` dict a non-streaming request would have returned."""
+        """The `chat.completion` dict a non-streaming request would have returned.
+
+        A message has the fields its deltas carried (`refusal: null` included), a
+        choice its `logprobs` joined, and the answer the other top-level fields of
+        its chunks (`system_fingerprint`, `service_tier`), the last non-null value of
+        each. What a stream never says is left out: OpenAI's `annotations: []` on a
+        message without annotations, and `usage` when the stream did not include it.
+        """
         choices = []
         for index, state in sorted(self._choices.items()):
             message: dict[str, Any] = {
-                "role": "assistant",
+                "role": state.role or "assistant",
                 "content": None if state.content is None else "".join(state.content),
             }
-            if state.refusal is not None:
-                message["refusal"] = "".join(state.refusal)
-            if state.tool_calls:
+            if "refusal" in state.seen:
+                message["refusal"] = None if state.refusal is None else "".join(state.refusal)
+            if "tool_calls: null" in state.seen and "tool_calls" not in state.seen:
+                message["tool_calls"] = None
+            elif "tool_calls" in state.seen:
                 message["tool_calls"] = [
                     {
                         "id": call.id,
@@ -170,8 +236,12 @@ class ChunkAccumulator:
                     }
                     for _, call in sorted(state.tool_calls.items())
                 ]
-            finish_reason = self._finish_reasons.get(index)
-            choices.append({"index": index, "message": message, "finish_reason": finish_reason})
+            message.update(state.others)
+            choice: dict[str, Any] = {"index": index, "message": message}
+            if state.logprobs_seen:
+                choice["logprobs"] = state.logprobs
+            choice["finish_reason"] = self._finish_reasons.get(index)
+            choices.append(choice)
         completion: dict[str, Any] = {
             "id": self._id,
             "object": "chat.completion",
@@ -179,9 +249,60 @@ class ChunkAccumulator:
             "model": self._model,
             "choices": choices,
         }
+        completion.update(chunk_extras(self._first, self._last))
         if self._usage is not None:
             completion["usage"] = dict(self._usage)
         return completion
+
+
+# Fields of a chunk that are the stream's own, or rebuilt on their own.
+_CHUNK_FIELDS = frozenset({"id", "object", "created", "model", "choices", "usage", "obfuscation"})
+
+
+def chunk_extras(*chunks: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The top-level fields of a stream's chunks a whole answer carries as well
+    (`system_fingerprint`, `service_tier`): the last non-null value of each, null
+    when every chunk had it null."""
+    extras: dict[str, Any] = {}
+    for chunk in chunks:
+        for name, value in (chunk or {}).items():
+            if name not in _CHUNK_FIELDS and (value is not None or name not in extras):
+                extras[name] = value
+    return extras
+
+
+def merge_logprobs(joined: dict[str, Any] | None, piece: Mapping[str, Any]) -> dict[str, Any]:
+    """A choice's `logprobs` so far with one chunk's added: each list joined (chat's
+    `content` and `refusal`, legacy Completions' `tokens`, `token_logprobs`, ...), a
+    field only ever null kept null."""
+    joined = {} if joined is None else joined
+    for name, value in piece.items():
+        if isinstance(value, list):
+            kept = joined.get(name)
+            joined[name] = [*kept, *value] if isinstance(kept, list) else list(value)
+        elif name not in joined:
+            joined[name] = value
+    return joined
+
+
+def _merged(kept: Any, value: Any) -> Any:
+    """A delta field's value so far with the next piece: strings and lists joined,
+    objects merged field by field (an `id`, `name` or `type` is set once), and null
+    never overwriting a value."""
+    if value is None:
+        return kept
+    if isinstance(value, str) and isinstance(kept, str):
+        return kept + value
+    if isinstance(value, list) and isinstance(kept, list):
+        return [*kept, *value]
+    if isinstance(value, Mapping):
+        merged = dict(kept) if isinstance(kept, Mapping) else {}
+        for name, part in value.items():
+            if name in _SET_ONCE and merged.get(name) is not None:
+                continue
+            merged[name] = _merged(merged.get(name), part)
+        return merged
+    return list(value) if isinstance(value, list) else value
 
 
 def _merge_tool_call(calls: dict[int, _ToolCall], position: int, item: Mapping[str, Any]) -> None:

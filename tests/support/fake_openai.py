@@ -9,6 +9,9 @@ Responses (`/v1/responses`) APIs and Anthropic's Messages API (`/v1/messages`),
 worded by `fake_apis`; those calls are recorded as step "chat" and take the same
 knobs and faults, so a test can script an upstream whichever API it is reached by.
 
+With `rich` set (`tests.support.rich_answers`), every upstream API answers one rich
+answer instead, whole or streamed, in the same words both ways.
+
 Misbehaviour is scripted with `Fault`s, each used by the next matching request.
 """
 
@@ -32,7 +35,9 @@ from starlette.routing import Route
 
 from gateway.demo import apis as fake_apis
 from gateway.demo.apis import Frame, Surface, split
+from tests.support import rich_answers
 from tests.support.reading_judge import opinions_written, reading_answer
+from tests.support.rich_answers import RichAnswer
 
 JUDGE_MODEL = "judge"
 
@@ -121,6 +126,9 @@ class FakeOpenAI:
         # One text per chat choice (n > 1), Responses output message or Messages text block.
         self.replies: list[str] | None = None
         self.tool_calls_only = False
+        # One rich answer (several choices, tool calls, logprobs, a refusal, reasoning,
+        # usage details) in both forms, for every upstream API: `rich_answers`.
+        self.rich: RichAnswer | None = None
         self.response_headers: dict[str, str] = {}
         # Verdicts chosen by a substring of the judged text; falls back to `verdicts`.
         self.verdicts_for: dict[str, Sequence[ScriptedVerdict]] = {}
@@ -243,6 +251,8 @@ class FakeOpenAI:
         too_long = self._past_context_window(body)
         if too_long is not None:
             return too_long
+        if self.rich is not None and step == "chat":
+            return self._rich("chat", body, fault)
         content = fault.content if fault and fault.content is not None else self._answer(step, body)
         if step != "chat" and self.judge_opinion_delay:
             await asyncio.sleep(self.judge_opinion_delay * opinions_written(step, content))
@@ -317,6 +327,8 @@ class FakeOpenAI:
         scripted = await self._scripted("chat", fault, failure)
         if scripted is not None:
             return scripted
+        if self.rich is not None:
+            return self._rich(rich_answers.API_OF_PATH[request.url.path], body, fault)
         n = int(body.get("n") or 1) if surface.honours_n else 1
         texts = self._texts(body, fault, n)
         if body.get("stream"):
@@ -348,6 +360,13 @@ class FakeOpenAI:
         if self.replies:
             return list(self.replies)
         return [self._answer("chat", body)] * n
+
+    def _rich(self, api: str, body: dict[str, Any], fault: Fault | None) -> Response:
+        assert self.rich is not None
+        if body.get("stream"):
+            frames = rich_answers.STREAM[api](self.rich, body)
+            return self._streaming(frames, fault, self.response_headers)
+        return JSONResponse(rich_answers.WHOLE[api](self.rich, body), headers=self.response_headers)
 
     def _streaming(
         self, frames: Iterable[Frame], fault: Fault | None, headers: dict[str, str] | None = None

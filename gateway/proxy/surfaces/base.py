@@ -21,6 +21,7 @@ from gateway.errors import BadRequest, envelope
 from gateway.proxy.decisions import Refusal
 from gateway.scoring.outcome import Outcome
 from gateway.wire.codec import loads, with_field
+from gateway.wire.rebuild import Rebuilt, StreamError
 from gateway.wire.sse import SSEEvent, encode_event
 from guard.outputs import valid_text
 
@@ -34,6 +35,7 @@ __all__ = [
     "id_text",
     "json_int",
     "openai_error_body",
+    "openai_error_status",
     "parse_object",
     "require_messages",
     "require_model",
@@ -175,6 +177,46 @@ class Surface(ABC):
     def trailer(self, outcome: Outcome, reader: StreamReader, held: list[SSEEvent]) -> bytes:
         """The end of a live stream that passed: the score, then the held-back last event."""
 
+    # Whether a whole answer can be rebuilt from this surface's stream (`rebuild`), and
+    # whether a stream includes its usage only when `stream_options` asks (the choice
+    # APIs; Responses and Messages send it in their last events anyway).
+    rebuilds: ClassVar[bool] = False
+    usage_option: ClassVar[bool] = False
+
+    def stream_request(self, parsed: SurfaceRequest, model: str | None) -> bytes | None:
+        """The request for this whole answer as a stream with its usage (`prejudge:
+        stream`), or None when it is asked for whole. A request naming `stream_options`
+        goes as it is, so that the upstream answers it as it would have."""
+        if not self.rebuilds or parsed.stream or "stream_options" in parsed.body:
+            return None
+        try:
+            raw = with_field(parsed.upstream_body(model), "stream", True)
+            if self.usage_option:
+                raw = with_field(raw, "stream_options", {"include_usage": True})
+        except (ValueError, BadRequest):
+            return None  # too deep to re-encode: sent as it came, and answered as it is
+        return raw
+
+    def rebuild(self, body: bytes) -> Rebuilt:
+        """The whole answer a streamed `body` rebuilds (`gateway.wire.rebuild`); raises
+        `Unfinished` when it cannot."""
+        raise NotImplementedError(f"{self.name} answers are not rebuilt from streams")
+
+    def stream_error(self, error: StreamError) -> tuple[int, dict[str, Any]]:
+        """The status and body the upstream answers a whole request with, for the error
+        event that ended its stream: OpenAI's `{"error": ...}` envelope."""
+        inner = error.body.get("error")
+        if not isinstance(inner, Mapping):  # the Responses API's flat `error` event
+            code = error.body.get("code")
+            message = inner if isinstance(inner, str) else error.body.get("message")
+            inner = {
+                "message": message,
+                "type": code if isinstance(code, str) and code else "server_error",
+                "param": error.body.get("param"),
+                "code": error.body.get("code"),
+            }
+        return openai_error_status(inner), {"error": dict(inner)}
+
     def error_body(self, refusal: Refusal) -> dict[str, Any]:
         return openai_error_body(refusal)
 
@@ -203,6 +245,33 @@ def openai_error_body(refusal: Refusal) -> dict[str, Any]:
         param=refusal.param,
         **refusal.extra(),
     )
+
+
+# The HTTP status an OpenAI error of this `type` (or `code`) comes with; a stream's
+# error event carries none (https://platform.openai.com/docs/guides/error-codes).
+_OPENAI_STATUSES = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "invalid_api_key": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "model_not_found": 404,
+    "rate_limit_exceeded": 429,
+    "insufficient_quota": 429,
+    "tokens": 429,
+    "requests": 429,
+    "server_error": 500,
+    "service_unavailable": 503,
+}
+
+
+def openai_error_status(error: Mapping[str, Any]) -> int:
+    """The status of an OpenAI error object, by its type then its code; 500 unknown."""
+    for name in ("type", "code"):
+        status = _OPENAI_STATUSES.get(str(error.get(name)))
+        if status is not None:
+            return status
+    return 500
 
 
 def parse_object(raw: bytes) -> dict[str, Any]:

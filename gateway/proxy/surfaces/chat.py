@@ -25,6 +25,7 @@ from gateway.proxy.surfaces.base import (
 from gateway.scoring.outcome import Outcome
 from gateway.wire.accumulate import ChunkAccumulator, completion_texts, readable_completion
 from gateway.wire.codec import loads
+from gateway.wire.rebuild import Rebuilt, chat_answer, completion_answer
 from gateway.wire.sse import DONE, SSEEvent, encode_event
 
 __all__ = ["ChatCompletions", "Completions"]
@@ -158,6 +159,11 @@ class ChatCompletions(Surface):
     name = "chat.completions"
     route = "/v1/chat/completions"
     upstream_path = "/chat/completions"
+    rebuilds = True
+    usage_option = True
+
+    def rebuild(self, body: bytes) -> Rebuilt:
+        return chat_answer(body)
 
     def parse(self, raw: bytes) -> SurfaceRequest:
         body = parse_object(raw)
@@ -257,6 +263,11 @@ class Completions(Surface):
     route = "/v1/completions"
     upstream_path = "/completions"
     operation: ClassVar[str] = "text_completion"
+    rebuilds = True
+    usage_option = True
+
+    def rebuild(self, body: bytes) -> Rebuilt:
+        return completion_answer(body)
 
     def parse(self, raw: bytes) -> SurfaceRequest:
         body = parse_object(raw)

@@ -30,6 +30,7 @@ from gateway.proxy.surfaces.base import (
     usage_facts,
 )
 from gateway.scoring.outcome import Outcome
+from gateway.wire.rebuild import Rebuilt, StreamError, message_answer
 from gateway.wire.sse import SSEEvent, encode_event
 
 __all__ = ["Messages", "MessagesReader", "anthropic_error_type"]
@@ -46,6 +47,7 @@ _ERROR_TYPES = {
 }
 # The gateway's own decisions keep their names on every surface.
 _OWN_TYPES = frozenset({"bias_policy_violation", "bias_judge_error"})
+_STATUSES = {kind: status for status, kind in _ERROR_TYPES.items()} | {"api_error": 500}
 
 
 def anthropic_error_type(refusal: Refusal) -> str:
@@ -135,6 +137,17 @@ class Messages(Surface):
     route = "/v1/messages"
     upstream_path = "/v1/messages"  # Anthropic's base URL has no /v1
     forwarded_headers = ("anthropic-version", "anthropic-beta")
+    rebuilds = True
+
+    def rebuild(self, body: bytes) -> Rebuilt:
+        return message_answer(body)
+
+    def stream_error(self, error: StreamError) -> tuple[int, dict[str, Any]]:
+        """An `error` event is the body of the same error answered whole; its type gives
+        the status (an `overloaded_error` is Anthropic's 529)."""
+        inner = error.body.get("error")
+        kind = inner.get("type") if isinstance(inner, Mapping) else None
+        return _STATUSES.get(str(kind), 500), error.body
 
     def parse(self, raw: bytes) -> SurfaceRequest:
         body = parse_object(raw)

@@ -31,6 +31,7 @@ from gateway.proxy.surfaces.base import (
     usage_facts,
 )
 from gateway.scoring.outcome import Outcome
+from gateway.wire.rebuild import Rebuilt, response_answer
 from gateway.wire.sse import SSEEvent, encode_event
 
 __all__ = ["Responses", "ResponsesReader"]
@@ -131,6 +132,10 @@ class Responses(Surface):
     name = "responses"
     route = "/v1/responses"
     upstream_path = "/responses"
+    rebuilds = True
+
+    def rebuild(self, body: bytes) -> Rebuilt:
+        return response_answer(body)
 
     def parse(self, raw: bytes) -> SurfaceRequest:
         body = parse_object(raw)
