@@ -116,13 +116,24 @@ async def deliver_prejudged(
     )
     answer = rebuilding.answer
     if delivered.headers.get("x-bias-verdict") == "block":  # `block_action: replace`
-        # A delivery that stopped reading at a blocking window left no whole answer to
-        # take the refusal's frame from.
-        return _json(call.surface.replaced(answer or {}, call.policy), 200, headers)
+        if answer is None:
+            # The delivery stopped reading at a blocking window, so there is no whole
+            # answer to put the refusal in: its refusal stream, made in the frame the
+            # stream had begun (id, model), is rebuilt whole instead.
+            answer = _rebuilt_refusal(call.surface, bytes(delivered.body))
+        return _json(call.surface.replaced(answer, call.policy), 200, headers)
     assert answer is not None  # a delivered stream was read to its end
     if answer.get("usage") is None:
         call.gateway.router.without_stream_usage(call.upstream_call.target)
     return _json(answer, 200, headers)
+
+
+def _rebuilt_refusal(surface: Surface, stream: bytes) -> dict[str, Any]:
+    try:
+        rebuilt = surface.rebuild(stream)
+    except Unfinished:
+        return {}
+    return {} if isinstance(rebuilt, StreamError) else rebuilt
 
 
 def _json(body: dict[str, Any], status: int, headers: dict[str, str]) -> Response:

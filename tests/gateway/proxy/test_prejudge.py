@@ -14,6 +14,7 @@ import openai
 import pytest
 from structlog.testing import capture_logs
 
+from gateway.config import Policy
 from gateway.proxy.surfaces import SURFACES
 from gateway.wire.rebuild import StreamError
 from tests.gateway.conftest import RunningGateway, policy
@@ -42,6 +43,7 @@ REQUESTS: dict[str, dict[str, Any]] = {
     },
 }
 PREJUDGE = {"upstream": {"prejudge": "stream"}, "anthropic": {"prejudge": "stream"}}
+POLICY_REFUSAL = Policy().refusal_text
 
 
 def without_unstreamed(api: str, whole: dict[str, Any]) -> dict[str, Any]:
@@ -165,6 +167,42 @@ def test_a_replaced_prejudged_answer_carries_the_refusal(
     assert completion.id == "rich-0001"
     assert completion.usage is not None
     assert completion.usage.total_tokens == 88
+
+
+def test_a_prejudged_answer_blocked_in_an_early_window_is_replaced_in_the_upstreams_frame(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI
+) -> None:
+    """The delivery stops reading at the blocking window, so no whole answer is rebuilt:
+    the refusal still carries the upstream's id and model, as the stream gave them."""
+    fake_openai.read_text = True
+    fake_openai.opinion_words = ["I think"]
+    fake_openai.biased_words = ["lazy"]
+    fake_openai.chunks = 60
+    fake_openai.chunk_delay = 0.05  # three seconds of stream: the first window blocks first
+    neutral = " ".join(f"I think topic {n:02d} matters to every team." for n in range(12))
+    fake_openai.reply = "I think women are lazy engineers. " + neutral
+    gateway = make_gateway(
+        **policy(
+            mode="enforce",
+            block_action="replace",
+            flag_threshold=0.2,
+            block_threshold=0.25,  # the first window's 1 biased of 4 blocks; the whole passes
+            window_chars=100,
+            context_chars=40,
+        ),
+        **PREJUDGE,
+    )
+    raw = gateway.client().chat.completions.with_raw_response.create(
+        model="m", messages=[{"role": "user", "content": "Engineers?"}]
+    )
+    completion = raw.parse()
+    assert raw.headers["x-bias-verdict"] == "block"
+    assert completion.choices[0].message.content == POLICY_REFUSAL
+    assert completion.choices[0].finish_reason == "content_filter"
+    assert completion.id.startswith("chatcmpl-")
+    assert completion.model == "m"
+    record = gateway.wait_for_score(raw.headers["x-bias-run-id"])
+    assert len(record["result"]["windows"]) == 1  # judged no further than the block
 
 
 @pytest.mark.parametrize("api", sorted(API_PATHS))
