@@ -313,6 +313,7 @@ def create_bias_scorer(
     max_retries: int = 2,
     categories: Sequence[Category] = DEFAULT_CATEGORIES,
     reason_language: str = "auto",
+    max_tokens: int | None = None,
 ) -> BiasScorer:
     """Build a bias scorer, the Python twin of Mastra's `createBiasScorer`.
 
@@ -326,10 +327,17 @@ def create_bias_scorer(
     `categories` replaces the rubric's four kinds of bias (extend them with
     `[*DEFAULT_CATEGORIES, Category("age", "Age bias.")]`); `reason_language`
     is the language of reasons and the explanation: `"auto"` (the text's own)
-    or a code such as `"en"`. Opinions are always quoted untranslated.
+    or a code such as `"en"`. Opinions are always quoted untranslated. `max_tokens`
+    bounds each judge answer (a small local model held to a schema may otherwise write
+    until its context is full).
     """
     judge = resolve_judge(
-        model, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=max_retries,
+        max_tokens=max_tokens,
     )
     return BiasScorer(
         judge,

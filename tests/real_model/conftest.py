@@ -130,6 +130,16 @@ class JudgeRelay:
             media_type=answer.headers.get("content-type"),
         )
 
+    def answers(self) -> list[tuple[int, Any]]:
+        """Each call's status and what the model wrote (or the error), for a failure's message."""
+        found = []
+        for call in self.calls:
+            body = call.body or {}
+            choice = (body.get("choices") or [{}])[0]
+            written = (choice.get("finish_reason"), (choice.get("message") or {}).get("content"))
+            found.append((call.status, written if call.status == 200 else body))
+        return found
+
     def answered(self) -> list[JudgeCall]:
         return [call for call in self.calls if call.status == 200]
 

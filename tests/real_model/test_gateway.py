@@ -31,7 +31,7 @@ JUDGE_STEPS = ("opinions", "verdicts")
 def judged(gateway: RunningGateway, run_id: str, relay: JudgeRelay) -> dict[str, Any]:
     """The run's final record; it must hold a result the judge's answers were read into."""
     record = gateway.wait_for_score(run_id)
-    assert record["status"] == "scored", record
+    assert record["status"] == "scored", (record, relay.answers())
     assert isinstance(record["score"], float)
     assert 0.0 <= record["score"] <= 1.0
     assert record["verdict"] in ("pass", "flag", "block")
