@@ -33,11 +33,11 @@ from guard.bias.categories import (
     normalise_categories,
 )
 from guard.bias.prompts import (
-    ANALYZE_SCHEMA,
     ASSESS_SCHEMA,
     EXTRACT_SCHEMA,
     SYSTEM_PROMPT,
     BiasPrompts,
+    analyze_schema,
 )
 from guard.bias.run import Run
 from guard.bias.score import bias_score, is_biased
@@ -232,7 +232,8 @@ class BiasScorer:
             to_judge = [text]
         if to_judge:
             analyze = self.prompts.analyze(text, to_judge)
-            verdicts = await run.step("analyze", self._ask_verdicts(run, analyze))
+            asked = self._ask_verdicts(run, analyze, len(to_judge))
+            verdicts = await run.step("analyze", asked)
         return opinions, verdicts, extract, analyze
 
     async def _assess(
@@ -288,8 +289,9 @@ class BiasScorer:
         run.record("preprocess", reply.usage, reply.calls)
         return reply.value
 
-    async def _ask_verdicts(self, run: Run, prompt: str) -> list[Verdict]:
-        reply = await ask_json(self.judge, _messages(prompt), ANALYZE_SCHEMA, AnalyzeStepResult)
+    async def _ask_verdicts(self, run: Run, prompt: str, count: int) -> list[Verdict]:
+        schema = analyze_schema(count)
+        reply = await ask_json(self.judge, _messages(prompt), schema, AnalyzeStepResult)
         run.record("analyze", reply.usage, reply.calls)
         return reply.value.results
 

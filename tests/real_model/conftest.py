@@ -186,7 +186,7 @@ def real_gateway(
                     "timeout": SLOW,
                     "max_retries": 0,
                     # SmolLM2 held to a schema can otherwise repeat itself to the context's end.
-                    "max_tokens": 256,
+                    "max_tokens": 512,
                     "enforce_deadline": SLOW,
                     "cache_size": 0,  # every response judged, even a repeated one
                 },
