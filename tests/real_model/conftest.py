@@ -189,6 +189,9 @@ def real_gateway(
                     "max_tokens": 512,
                     "enforce_deadline": SLOW,
                     "cache_size": 0,  # every response judged, even a repeated one
+                    # The explanation before the record is final, so that the record's
+                    # judge calls and tokens are all of them when a test reads it.
+                    "reason": "inline",
                 },
                 "store": {"path": str(tmp_path / "scores.db")},
                 "policies": {"default": policy},
