@@ -103,16 +103,20 @@ REQUESTS: dict[str, Call] = {
 
 
 def capture(base_url: str, names: list[str] | None = None) -> dict[str, Call]:
-    """Send each request in `REQUESTS` (or those in `names`) to `base_url`; the answers."""
+    """Send each request in `REQUESTS` (or those in `names`) to `base_url`; the answers.
+
+    Each on a connection of its own: llama.cpp's server may close a kept-alive
+    connection after an answer, and a request sent on it then gets none.
+    """
     answers: dict[str, Call] = {}
-    with httpx.Client(base_url=base_url, timeout=600) as client:
-        for name, call in REQUESTS.items():
-            if names is not None and name not in names:
-                continue
-            content = call.body if isinstance(call.body, str) else json.dumps(call.body)
-            headers = {"content-type": "application/json"}
+    for name, call in REQUESTS.items():
+        if names is not None and name not in names:
+            continue
+        content = call.body if isinstance(call.body, str) else json.dumps(call.body)
+        headers = {"content-type": "application/json"}
+        with httpx.Client(base_url=base_url, timeout=600) as client:
             response = client.post(call.path, content=content, headers=headers)
-            answers[name] = Call(call.path, call.body, response.status_code, response.read())
+        answers[name] = Call(call.path, call.body, response.status_code, response.read())
     return answers
 
 
