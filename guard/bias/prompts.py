@@ -14,7 +14,6 @@ module-level functions and `PROMPT_VERSION` are the defaults' prompts.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Sequence
@@ -30,7 +29,6 @@ __all__ = [
     "SYSTEM_PROMPT",
     "BiasPrompts",
     "analyze_prompt",
-    "analyze_schema",
     "assess_prompt",
     "extract_prompt",
     "language_phrase",
@@ -80,19 +78,6 @@ ANALYZE_SCHEMA = OutputSchema(
         "additionalProperties": False,
     },
 )
-
-
-def analyze_schema(count: int) -> OutputSchema:
-    """`ANALYZE_SCHEMA` asking for exactly `count` verdicts, one per opinion judged.
-
-    A server that constrains its output to the schema (llama.cpp's) then closes the list
-    after the last opinion: a small model held to the open list can repeat verdicts until
-    its answer is cut, and a cut answer is no JSON at all.
-    """
-    schema = copy.deepcopy(ANALYZE_SCHEMA.schema)
-    schema["properties"]["results"].update(minItems=count, maxItems=count)
-    return OutputSchema(ANALYZE_SCHEMA.name, schema)
-
 
 ASSESS_SCHEMA = OutputSchema(
     name="assessment",

@@ -37,9 +37,9 @@ from guard.bias.prompts import (
     EXTRACT_SCHEMA,
     SYSTEM_PROMPT,
     BiasPrompts,
-    analyze_schema,
 )
 from guard.bias.run import Run
+from guard.bias.schemas import analyze_schema
 from guard.bias.score import bias_score, is_biased
 from guard.judge import Judge, resolve_judge
 from guard.outputs import assistant_text
@@ -232,8 +232,7 @@ class BiasScorer:
             to_judge = [text]
         if to_judge:
             analyze = self.prompts.analyze(text, to_judge)
-            asked = self._ask_verdicts(run, analyze, len(to_judge))
-            verdicts = await run.step("analyze", asked)
+            verdicts = await run.step("analyze", self._ask_verdicts(run, analyze, len(to_judge)))
         return opinions, verdicts, extract, analyze
 
     async def _assess(
