@@ -31,7 +31,56 @@ def extract_json(text: str) -> Any:
             value = _loads_lenient(blob)
             if value is not None:
                 return value
+    cut = _close_cut(text)
+    if cut is not None:
+        return cut
     raise ValueError("no JSON object found in the judge's answer")
+
+
+def _close_cut(text: str) -> Any:
+    """An answer cut off inside its JSON (at the judge's `max_tokens`), up to its last
+    whole element, closed: `{"opinions": ["a", "b", "c` reads as `{"opinions": ["a", "b"]}`.
+
+    A small model held to a schema can repeat list entries until its answer is cut;
+    the entries before the cut are what it meant to say. The cut nearest the top is
+    taken first (the last whole verdict, rather than a verdict missing its reason).
+    None when nothing reads.
+    """
+    start = text.find("{")
+    if start < 0:
+        return None
+    open_: list[str] = []
+    cuts: list[tuple[int, str]] = []  # (end of a whole element, the closers it needs)
+    in_string = escaped = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "{[":
+            open_.append("}" if char == "{" else "]")
+        elif char in "}]":
+            if not open_:
+                return None  # a whole block was there: not a cut answer
+            open_.pop()
+            if not open_:
+                return None
+        elif char == ",":
+            cuts.append((index, "".join(reversed(open_))))
+    if not open_:
+        return None
+    for end, closers in sorted(cuts, key=lambda cut: (len(cut[1]), -cut[0])):
+        value = _loads_lenient(text[start:end] + closers)
+        if value is not None:
+            return value
+    return None
 
 
 def unwrap_reason(text: str) -> str:

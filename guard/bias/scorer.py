@@ -34,13 +34,13 @@ from guard.bias.categories import (
     normalise_categories,
 )
 from guard.bias.prompts import (
-    ANALYZE_SCHEMA,
     ASSESS_SCHEMA,
     EXTRACT_SCHEMA,
     SYSTEM_PROMPT,
     BiasPrompts,
 )
 from guard.bias.run import Run
+from guard.bias.schemas import analyze_schema
 from guard.bias.score import bias_score, is_biased
 from guard.judge import Judge, resolve_judge
 from guard.outputs import assistant_text
@@ -287,7 +287,7 @@ class BiasScorer:
             to_judge = [text]
         if to_judge:
             analyze = self.prompts.analyze(text, to_judge, context=context)
-            verdicts = await run.step("analyze", self._ask_verdicts(run, analyze))
+            verdicts = await run.step("analyze", self._ask_verdicts(run, analyze, len(to_judge)))
         return opinions, verdicts, extract, analyze
 
     async def _assess(
@@ -356,8 +356,9 @@ class BiasScorer:
         run.record("preprocess", reply.usage, reply.calls)
         return reply.value
 
-    async def _ask_verdicts(self, run: Run, prompt: str) -> list[Verdict]:
-        reply = await ask_json(self.judge, _messages(prompt), ANALYZE_SCHEMA, AnalyzeStepResult)
+    async def _ask_verdicts(self, run: Run, prompt: str, count: int) -> list[Verdict]:
+        schema = analyze_schema(count)
+        reply = await ask_json(self.judge, _messages(prompt), schema, AnalyzeStepResult)
         run.record("analyze", reply.usage, reply.calls)
         return reply.value.results
 
@@ -381,6 +382,7 @@ def create_bias_scorer(
     max_retries: int = 2,
     categories: Sequence[Category] = DEFAULT_CATEGORIES,
     reason_language: str = "auto",
+    max_tokens: int | None = None,
 ) -> BiasScorer:
     """Build a bias scorer, the Python twin of Mastra's `createBiasScorer`.
 
@@ -394,10 +396,17 @@ def create_bias_scorer(
     `categories` replaces the rubric's four kinds of bias (extend them with
     `[*DEFAULT_CATEGORIES, Category("age", "Age bias.")]`); `reason_language`
     is the language of reasons and the explanation: `"auto"` (the text's own)
-    or a code such as `"en"`. Opinions are always quoted untranslated.
+    or a code such as `"en"`. Opinions are always quoted untranslated. `max_tokens`
+    bounds each judge answer (a small local model held to a schema may otherwise write
+    until its context is full).
     """
     judge = resolve_judge(
-        model, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=max_retries,
+        max_tokens=max_tokens,
     )
     return BiasScorer(
         judge,

@@ -52,6 +52,9 @@ def parser() -> argparse.ArgumentParser:
     )
     judge.add_argument("--timeout", type=float, default=60.0, help="seconds per judge call")
     judge.add_argument("--max-retries", type=int, default=2, help="retries on 429/5xx")
+    judge.add_argument(
+        "--max-tokens", type=int, help="the longest judge answer, in tokens (default: no bound)"
+    )
 
     score = commands.add_parser("score", parents=[judge], help="score one text, print JSON")
     score.add_argument("text", nargs="?", default="-", help="the text, or - for stdin")
@@ -149,6 +152,8 @@ def scorer(args: argparse.Namespace) -> BiasScorer:
     """The bias scorer the judge options describe."""
     if args.scale <= 0:
         raise CLIError(f"--scale must be > 0, got {args.scale:g}")
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise CLIError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     return create_bias_scorer(
         args.model,
         base_url=args.base_url,
@@ -158,6 +163,7 @@ def scorer(args: argparse.Namespace) -> BiasScorer:
         pipeline=args.pipeline,
         timeout=args.timeout,
         max_retries=args.max_retries,
+        max_tokens=args.max_tokens,
     )
 
 

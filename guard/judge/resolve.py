@@ -18,8 +18,9 @@ def resolve_judge(
     api_key: str | None = None,
     timeout: float = 60.0,
     max_retries: int = 2,
+    max_tokens: int | None = None,
 ) -> Judge:
-    """Turn a model spec into a `Judge`.
+    """Turn a model spec into a `Judge`; `max_tokens`, when given, bounds each answer.
 
     - a `Judge` is returned as is;
     - with `base_url`, the model is called on that OpenAI-compatible endpoint;
@@ -37,13 +38,21 @@ def resolve_judge(
             api_key=api_key,
             timeout=timeout,
             max_retries=max_retries,
+            max_tokens=max_tokens,
         )
     if "/" in model:
-        return LiteLLMJudge(model, api_key=api_key, timeout=timeout, max_retries=max_retries)
+        return LiteLLMJudge(
+            model,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_tokens=max_tokens,
+        )
     return OpenAIJudge(
         base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
         model=model,
         api_key=api_key or os.environ.get("OPENAI_API_KEY"),
         timeout=timeout,
         max_retries=max_retries,
+        max_tokens=max_tokens,
     )

@@ -195,6 +195,19 @@ def test_eval_where_every_item_failed_without_a_key_says_so(
     assert "no API key" not in capsys.readouterr().err
 
 
+def test_max_tokens_bounds_every_judge_answer(
+    fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["score", *judge_args(fake_openai), "--max-tokens", "64", "Northerners lazy."])
+    assert code == 0
+    assert [r.body.get("max_tokens") for r in fake_openai.requests] == [64, 64, 64]
+
+
+def test_max_tokens_below_one_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["score", "--model", "j", "--max-tokens", "0", "x"]) == 2
+    assert "--max-tokens must be at least 1" in capsys.readouterr().err
+
+
 def test_bad_scale_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["score", "--model", "j", "--scale", "0", "x"]) == 2
     assert "--scale must be > 0" in capsys.readouterr().err

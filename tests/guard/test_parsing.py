@@ -27,7 +27,28 @@ def test_extract_json(text: str, expected: object) -> None:
     assert extract_json(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "no json here", "{broken", "```json\n{oops}\n```"])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A list repeated until max_tokens cut it: its whole entries.
+        ('{"opinions": ["a", "b", "a", "b", "a', {"opinions": ["a", "b", "a", "b"]}),
+        ('{"opinions": ["a", "b"', {"opinions": ["a"]}),
+        ('{"opinions": ["a, still a", "b\\" and', {"opinions": ["a, still a"]}),
+        # The last whole verdict, not the one cut before its reason.
+        (
+            '{"results": [{"result": "no", "categories": [], "reason": "r"}, {"result": "no", "',
+            {"results": [{"result": "no", "categories": [], "reason": "r"}]},
+        ),
+    ],
+)
+def test_an_answer_cut_inside_its_json_keeps_its_whole_entries(text: str, expected: object) -> None:
+    assert extract_json(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "no json here", "{broken", "```json\n{oops}\n```", '{"opinions": ['],
+)
 def test_extract_json_raises_when_nothing_parses(text: str) -> None:
     with pytest.raises(ValueError, match="no JSON"):
         extract_json(text)

@@ -163,6 +163,20 @@ def test_a_window_is_judged_with_its_context_after_the_fixed_rules(
         assert context not in without
 
 
+@pytest.mark.parametrize("opinions", [["One view."], ["One view.", "Another.", "A third."], []])
+def test_the_verdicts_asked_for_are_exactly_one_per_opinion(
+    fake_openai: FakeOpenAI, make_scorer: MakeScorer, opinions: list[str]
+) -> None:
+    # A server held to the schema (llama.cpp's) must close the list after the last one.
+    fake_openai.opinions = opinions
+    fake_openai.verdicts = [("no", "Fine.")] * max(1, len(opinions))
+    make_scorer().run_sync(output="Some text with views.")
+    analyze = next(r for r in fake_openai.requests if r.step == "analyze")
+    results = analyze.body["response_format"]["json_schema"]["schema"]["properties"]["results"]
+    count = max(1, len(opinions))  # none: the whole text is the one opinion judged
+    assert (results["minItems"], results["maxItems"]) == (count, count)
+
+
 async def test_no_opinions_judges_the_whole_text(
     fake_openai: FakeOpenAI, make_scorer: MakeScorer
 ) -> None:

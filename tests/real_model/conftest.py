@@ -1,0 +1,226 @@
+"""The real-model tier: the gateway in front of llama.cpp's server with SmolLM2-135M.
+
+Run by `scripts/test --real-model` (which sets BIAS_TEST_REAL_MODEL=1); the normal gate
+skips these tests. The server is prepared (`scripts/real-model prepare`: cached after the
+first run) and started once per session; the same server is the upstream and, through a
+relay that keeps what it answered, the judge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gateway.config import Settings
+from gateway.server.app import create_app
+from tests.gateway.conftest import RunningGateway
+from tests.support.servers import ServerThread, free_port
+from tests.support.telemetry import Captured
+from tests.support.waiting import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "real-model"
+MODEL = "smollm2-135m"  # the alias scripts/real-model serves the model under
+ENABLED = os.environ.get("BIAS_TEST_REAL_MODEL") == "1"
+# A small model on a shared 2-core machine: a judged response takes seconds to minutes.
+SLOW = 600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.timeout(SLOW))
+            if not ENABLED:
+                item.add_marker(
+                    pytest.mark.skip(reason="the real-model tier: scripts/test --real-model")
+                )
+
+
+@dataclass
+class RealServer:
+    url: str  # the base URL, .../v1
+    server: str  # which packaged llama.cpp server: llama-cpp-python or xllamacpp
+
+
+@pytest.fixture(scope="session")
+def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer]:
+    """scripts/real-model's server on a free loopback port, for the whole session."""
+    prepared = subprocess.run([str(SCRIPT), "prepare"], capture_output=True, text=True)
+    if prepared.returncode != 0:
+        pytest.fail(f"scripts/real-model prepare failed:\n{prepared.stderr}", pytrace=False)
+    port = free_port()
+    log = tmp_path_factory.mktemp("real-model") / "server.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [str(SCRIPT), "serve", "--foreground", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    url = f"http://127.0.0.1:{port}/v1"
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}: {log.read_text()}")
+        try:
+            return httpx.get(f"{url}/models", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        wait_for(ready, "the real model's server to answer", timeout=300, interval=0.2)
+        server = os.environ.get("BIAS_REAL_MODEL_SERVER", "xllamacpp")
+        yield RealServer(url, server)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@dataclass
+class JudgeCall:
+    request: dict[str, Any]
+    status: int
+    body: Any  # the server's JSON answer (None: not JSON)
+
+
+@dataclass
+class JudgeRelay:
+    """A relay in front of the real server for the judge's calls: it forwards each call
+    unchanged and keeps what the server answered, the truth tests compare the gateway's
+    records and traces with."""
+
+    target: str
+    calls: list[JudgeCall] = field(default_factory=list)
+    url: str = ""
+
+    async def relay(self, request: Request) -> Response:
+        raw = await request.body()
+        async with httpx.AsyncClient(timeout=SLOW) as client:
+            answer = await client.post(
+                f"{self.target}/chat/completions",
+                content=raw,
+                headers={"content-type": "application/json"},
+            )
+        try:
+            body = answer.json()
+        except ValueError:
+            body = None
+        self.calls.append(JudgeCall(json.loads(raw), answer.status_code, body))
+        return Response(
+            answer.content,
+            status_code=answer.status_code,
+            media_type=answer.headers.get("content-type"),
+        )
+
+    def answers(self) -> list[tuple[int, Any]]:
+        """Each call's status and what the model wrote (or the error), for a failure's message."""
+        found = []
+        for call in self.calls:
+            body = call.body or {}
+            choice = (body.get("choices") or [{}])[0]
+            written = (choice.get("finish_reason"), (choice.get("message") or {}).get("content"))
+            found.append((call.status, written if call.status == 200 else body))
+        return found
+
+    def answered(self) -> list[JudgeCall]:
+        return [call for call in self.calls if call.status == 200]
+
+
+@pytest.fixture(scope="session")
+def _relay(real_server: RealServer) -> Iterator[JudgeRelay]:
+    relay = JudgeRelay(real_server.url)
+    app = Starlette(routes=[Route("/v1/chat/completions", relay.relay, methods=["POST"])])
+    thread = ServerThread(app).start()
+    relay.url = f"{thread.url}/v1"
+    yield relay
+    thread.stop()
+
+
+@pytest.fixture
+def judge_relay(_relay: JudgeRelay) -> JudgeRelay:
+    _relay.calls.clear()
+    return _relay
+
+
+@pytest.fixture
+def captured(otel_capture: Captured) -> Captured:
+    otel_capture.spans.clear()
+    otel_capture.logs.clear()
+    return otel_capture
+
+
+@pytest.fixture
+def real_gateway(
+    real_server: RealServer, judge_relay: JudgeRelay, captured: Captured, tmp_path: Path
+) -> Iterator[Callable[..., RunningGateway]]:
+    """Start the gateway under real uvicorn in front of the real model; `mode` and other
+    policy fields go to the default policy."""
+    running: list[ServerThread] = []
+
+    def make(**policy: Any) -> RunningGateway:
+        settings = Settings.model_validate(
+            {
+                "upstream": {"base_url": real_server.url, "api_key": "sk-none", "timeout": SLOW},
+                "judge": {
+                    "model": MODEL,
+                    "base_url": judge_relay.url,
+                    "api_key": "sk-none",
+                    "timeout": SLOW,
+                    "max_retries": 0,
+                    # SmolLM2 held to a schema can otherwise repeat itself to the context's end.
+                    "max_tokens": 512,
+                    "enforce_deadline": SLOW,
+                    "cache_size": 0,  # every response judged, even a repeated one
+                    # The explanation before the record is final, so that the record's
+                    # judge calls and tokens are all of them when a test reads it.
+                    "reason": "inline",
+                },
+                "store": {"path": str(tmp_path / "scores.db")},
+                "policies": {"default": policy},
+            }
+        )
+        app = create_app(settings, telemetry=captured.telemetry)
+        server = ServerThread(app, lifespan="on").start()
+        running.append(server)
+        return RealGatewayClient(server, app, settings)
+
+    yield make
+    for server in running:
+        server.stop()
+
+
+class RealGatewayClient(RunningGateway):
+    """A gateway whose clients and score lookups wait as long as a small model needs."""
+
+    def client(self, api_key: str = "sk-client", **options: Any) -> openai.OpenAI:
+        return super().client(api_key, timeout=SLOW, **options)
+
+    def wait_for_score(self, run_id: str, **options: Any) -> dict[str, Any]:
+        """The run's record once final, polled twice a second (each poll is logged)."""
+        path = f"/v1/bias/scores/{run_id}"
+        with self.http() as http:
+
+            def final() -> dict[str, Any] | None:
+                response = http.get(path)
+                body = response.json() if response.status_code == 200 else {}
+                return dict(body) if body.get("status", "pending") != "pending" else None
+
+            return wait_for(final, f"score {run_id} to be final", timeout=SLOW, interval=0.5)
