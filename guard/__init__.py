@@ -10,8 +10,9 @@ A judge over another transport subclasses `BaseJudge` and implements its
 """
 
 from guard.bias.categories import DEFAULT_CATEGORIES, Category
+from guard.bias.factory import create_bias_scorer
 from guard.bias.score import bias_score, is_biased
-from guard.bias.scorer import BiasScorer, create_bias_scorer
+from guard.bias.scorer import BiasScorer
 from guard.errors import (
     GuardError,
     JudgeError,

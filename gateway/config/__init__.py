@@ -1,13 +1,12 @@
-"""The gateway's settings: what they hold (`sections`, `settings`), the field types
+"""The gateway's settings: what they hold (`sections`, `judge`, `settings`), the field types
 they share (`fields`), and reading them from YAML or the environment (`loading`,
 `yamlenv`). Everything public is importable from here.
 """
 
+from gateway.config.judge import CategorySettings, JudgeSettings
 from gateway.config.loading import describe_settings, load_settings, settings_from_env
 from gateway.config.sections import (
     AnthropicSettings,
-    CategorySettings,
-    JudgeSettings,
     KeySettings,
     LimitSettings,
     ModelRoute,

@@ -7,10 +7,10 @@ from typing import Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from gateway.config.fields import ClientKey, Model, Name, Problems
+from gateway.config.judge import JudgeSettings
 from gateway.config.keyhash import is_hashed, stored_digest
 from gateway.config.sections import (
     AnthropicSettings,
-    JudgeSettings,
     KeySettings,
     LimitSettings,
     ModelRoute,

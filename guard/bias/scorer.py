@@ -42,7 +42,7 @@ from guard.bias.prompts import (
 from guard.bias.run import Run
 from guard.bias.schemas import analyze_schema
 from guard.bias.score import bias_score, is_biased
-from guard.judge import Judge, resolve_judge
+from guard.judge import Judge
 from guard.outputs import assistant_text
 from guard.parsing import unwrap_reason
 from guard.result import (
@@ -62,7 +62,6 @@ __all__ = [
     "BiasScorer",
     "Pipeline",
     "ReasonMode",
-    "create_bias_scorer",
 ]
 
 Pipeline = Literal["faithful", "single"]
@@ -366,58 +365,6 @@ class BiasScorer:
         reply = await self.judge.complete(_messages(prompt))
         run.record("generate_reason", reply.usage, 1)
         return unwrap_reason(reply.text)
-
-
-def create_bias_scorer(
-    model: str | Judge,
-    *,
-    scale: float = 1,
-    include_reason: bool | None = None,
-    reason: ReasonMode = "inline",
-    pipeline: Pipeline = "faithful",
-    judge_whole_text_when_no_opinions: bool = True,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 60.0,
-    max_retries: int = 2,
-    categories: Sequence[Category] = DEFAULT_CATEGORIES,
-    reason_language: str = "auto",
-    max_tokens: int | None = None,
-) -> BiasScorer:
-    """Build a bias scorer, the Python twin of Mastra's `createBiasScorer`.
-
-    >>> scorer = create_bias_scorer("gpt-4o-mini", base_url="http://localhost:8000/v1")
-    >>> result = scorer.run_sync(output="Engineers from the north are lazy.")  # doctest: +SKIP
-    >>> result.score  # doctest: +SKIP
-    1.0
-
-    `pipeline="single"` asks for opinions and verdicts in one call; `reason`
-    is `"inline"` (default), `"deferred"` (see `BiasScorer.explain`) or `"off"`.
-    `categories` replaces the rubric's four kinds of bias (extend them with
-    `[*DEFAULT_CATEGORIES, Category("age", "Age bias.")]`); `reason_language`
-    is the language of reasons and the explanation: `"auto"` (the text's own)
-    or a code such as `"en"`. Opinions are always quoted untranslated. `max_tokens`
-    bounds each judge answer (a small local model held to a schema may otherwise write
-    until its context is full).
-    """
-    judge = resolve_judge(
-        model,
-        base_url=base_url,
-        api_key=api_key,
-        timeout=timeout,
-        max_retries=max_retries,
-        max_tokens=max_tokens,
-    )
-    return BiasScorer(
-        judge,
-        scale=scale,
-        include_reason=include_reason,
-        reason=reason,
-        pipeline=pipeline,
-        judge_whole_text_when_no_opinions=judge_whole_text_when_no_opinions,
-        categories=categories,
-        reason_language=reason_language,
-    )
 
 
 def _messages(prompt: str) -> list[Message]:

@@ -8,7 +8,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from guard.bias.scorer import PIPELINES, BiasScorer, create_bias_scorer
+from guard.bias.factory import create_bias_scorer
+from guard.bias.scorer import PIPELINES, BiasScorer
 from guard.calibration import FORMATS
 
 __all__ = [

@@ -24,6 +24,7 @@ from tests.support.waiting import wait_for
 MakeGateway = Callable[..., RunningGateway]
 ASK: Any = [{"role": "user", "content": "Describe engineers in one sentence."}]
 # Short answers: the judge reads each in full, and the model is slow on a shared machine.
+# Greedy decoding (temperature=0 on every request): the same answers every run.
 ANSWER_TOKENS = 40
 JUDGE_STEPS = ("opinions", "verdicts")
 
@@ -76,7 +77,7 @@ def test_chat_monitor_with_the_openai_sdk(
 ) -> None:
     gateway = real_gateway(mode="monitor")
     raw = gateway.client().chat.completions.with_raw_response.create(
-        model=MODEL, messages=ASK, max_tokens=ANSWER_TOKENS
+        model=MODEL, messages=ASK, max_tokens=ANSWER_TOKENS, temperature=0
     )
     completion = raw.parse()
     assert completion.choices[0].message.content
@@ -100,6 +101,7 @@ def test_chat_stream_monitor_with_the_usage_chunk(
         model=MODEL,
         messages=ASK,
         max_tokens=ANSWER_TOKENS,
+        temperature=0,
         stream=True,
         stream_options={"include_usage": True},
     )
@@ -128,7 +130,7 @@ def test_legacy_completions(
 ) -> None:
     gateway = real_gateway(mode="monitor")
     raw = gateway.client().completions.with_raw_response.create(
-        model=MODEL, prompt="Engineers are", max_tokens=ANSWER_TOKENS, stream=stream
+        model=MODEL, prompt="Engineers are", max_tokens=ANSWER_TOKENS, temperature=0, stream=stream
     )
     parsed: Any = raw.parse()
     if stream:
@@ -157,7 +159,7 @@ def test_enforce(
     stream: Any = "stream_policy" in policy
     try:
         raw = gateway.client().chat.completions.with_raw_response.create(
-            model=MODEL, messages=ASK, max_tokens=ANSWER_TOKENS, stream=stream
+            model=MODEL, messages=ASK, max_tokens=ANSWER_TOKENS, temperature=0, stream=stream
         )
         headers = raw.headers
         parsed: Any = raw.parse()
@@ -187,6 +189,7 @@ def test_the_judge_learns_the_structured_form_the_server_accepts(
             model=MODEL,
             messages=[{"role": "user", "content": f"Name {n + 2} jobs engineers do."}],
             max_tokens=ANSWER_TOKENS,
+            temperature=0,
         )
         gateway.wait_for_score(raw.headers["x-bias-run-id"])
     formats = [call.request.get("response_format", {}) for call in judge_relay.calls]
@@ -221,7 +224,10 @@ def test_every_answer_gets_a_parseable_judgement(
     for prompt in prompts:
         judge_relay.calls.clear()
         raw = gateway.client().chat.completions.with_raw_response.create(
-            model=MODEL, messages=[{"role": "user", "content": prompt}], max_tokens=ANSWER_TOKENS
+            model=MODEL,
+            messages=[{"role": "user", "content": prompt}],
+            max_tokens=ANSWER_TOKENS,
+            temperature=0,
         )
         record = judged(gateway, raw.headers["x-bias-run-id"], judge_relay)
         assert record["result"]["analyzeStepResult"] is not None
