@@ -57,9 +57,7 @@ BIASED_AT = 0.5
 THRESHOLDS = {"flag_threshold": 0.15, "block_threshold": 0.3}
 RESULTS = Path(__file__).parent / "results"
 
-# (name, stream, policy fields). A non-streamed answer pre-judged from a stream (#20
-# item 3, `prejudge: stream` on the model route) joins here once it is on main: a cell
-# ("non-streamed, prejudge", False, {...}) with the route's setting in `_config`.
+# (name, stream, policy fields; `prejudge` is the upstream route's setting instead).
 CELLS: list[tuple[str, bool, dict[str, Any]]] = [
     ("buffer (before)", True, {"stream_policy": "buffer", "prejudge_buffer": False}),
     ("buffer, pre-judged", True, {"stream_policy": "buffer"}),
@@ -67,6 +65,7 @@ CELLS: list[tuple[str, bool, dict[str, Any]]] = [
     ("windowed, hold: none", True, {"stream_policy": "windowed", "hold": "none"}),
     ("passthrough", True, {"stream_policy": "passthrough"}),
     ("non-streamed", False, {}),
+    ("non-streamed, prejudge: stream", False, {"prejudge": "stream"}),
 ]
 
 
@@ -107,8 +106,10 @@ def _gateway(
 ) -> tuple[ServerProcess, Path]:
     port = free_port()
     store = work / f"{name}.db"
+    fields = dict(fields)
+    route = {"prejudge": fields.pop("prejudge")} if "prejudge" in fields else {}
     config = {
-        "upstream": {"base_url": f"{upstream}/v1", "api_key": "sk-bench"},
+        "upstream": {"base_url": f"{upstream}/v1", "api_key": "sk-bench", **route},
         "judge": {"model": "judge", "base_url": f"{judge}/v1", "api_key": "sk-bench"},
         "policies": {"default": {"mode": "enforce", **THRESHOLDS, **fields}},
         "store": {"path": str(store)},

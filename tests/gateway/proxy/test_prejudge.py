@@ -189,6 +189,7 @@ def test_a_prejudged_answer_blocked_in_an_early_window_is_replaced_in_the_upstre
             block_threshold=0.25,  # the first window's 1 biased of 4 blocks; the whole passes
             window_chars=100,
             context_chars=40,
+            max_coalesced_chars=100,  # a lagging judge must not fold the first window in
         ),
         **PREJUDGE,
     )
