@@ -391,3 +391,22 @@ def test_an_upstream_that_breaks_off_ends_the_stream_with_an_error_and_a_partial
     record = gateway.wait_for_score(headers["x-bias-run-id"])
     assert record["partial"] is True
     assert record["status"] == "scored"
+
+
+def test_windows_pass_a_judge_of_a_second_a_call_that_answers_429_under_load(
+    reading_judge: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    """Three windows judged at once ask for six calls; the judge allows two a second and
+    takes a second each: the 429s are waited out (capped), nothing times out, and the
+    client gets the whole answer once every window passed."""
+    reading_judge.reply = answer(8)
+    reading_judge.judge_delay = 1.0
+    reading_judge.judge_max_rps = 2
+    gateway = make_gateway(**windowed(), judge={"max_pause": 1.0})
+    reply = Chat().stream(gateway)
+    assert reply.text == reading_judge.reply
+    assert bias_of(reply.last_event)["verdict"] == "pass"
+    record = gateway.wait_for_score(reply.headers["x-bias-run-id"])
+    assert (record["status"], record["verdict"]) == ("scored", "pass")
+    assert len(record["result"]["windows"]) >= 3
+    assert reading_judge.rate_limited > 0
