@@ -77,7 +77,21 @@ def chat_answer(body: bytes) -> Rebuilt:
 
     Not rebuilt: `usage` when the stream did not include it, and OpenAI's
     `annotations: []` on each message, which its streams do not send."""
+    read = _choice_chunks(body)
+    if isinstance(read, StreamError):
+        return read
+    chunks, done = read
     accumulator = ChunkAccumulator()
+    for data in chunks:
+        accumulator.add(data)
+    completion = accumulator.as_completion()
+    _check_finished(done, completion["choices"])
+    return completion
+
+
+def _choice_chunks(body: bytes) -> tuple[list[Mapping[str, Any]], bool] | StreamError:
+    """A choice API's chunks in order and whether `[DONE]` ended them, or its error event."""
+    chunks: list[Mapping[str, Any]] = []
     done = False
     for _, data in _events(body):
         if data == DONE:
@@ -88,10 +102,8 @@ def chat_answer(body: bytes) -> Rebuilt:
             return error
         if not isinstance(data.get("choices"), list):
             raise Unfinished("a chunk has no `choices`")
-        accumulator.add(data)
-    completion = accumulator.as_completion()
-    _check_finished(done, completion["choices"])
-    return completion
+        chunks.append(data)
+    return chunks, done
 
 
 def _check_finished(done: bool, choices: list[dict[str, Any]]) -> None:
@@ -120,16 +132,11 @@ def completion_answer(body: bytes) -> Rebuilt:
     first: Mapping[str, Any] | None = None
     last: Mapping[str, Any] | None = None
     usage: Any = None
-    done = False
-    for _, data in _events(body):
-        if data == DONE:
-            done = True
-            continue
-        error = _openai_error(data)
-        if error is not None:
-            return error
-        if not isinstance(data.get("choices"), list):
-            raise Unfinished("a chunk has no `choices`")
+    read = _choice_chunks(body)
+    if isinstance(read, StreamError):
+        return read
+    chunks, done = read
+    for data in chunks:
         first, last = first or data, data
         for name in ("id", "object", "created", "model"):
             if not head.get(name) and data.get(name):
