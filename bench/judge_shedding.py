@@ -3,7 +3,9 @@
 The realistic scenario's pieces (`bench.realistic`: a 300 ms upstream, a judge of
 1 s ± 30 % a call, an open-loop client), with the judge limited to `--judge-rps`
 calls a second (600; 429 with `Retry-After` above it) and every tenth answer
-biased, so that `reason_for: flagged` explains one answer in ten. Cells, at
+biased, so that `reason_for: flagged` explains one answer in ten; the gateway is
+told the judge's budget (`judge.max_requests_per_minute`, off with
+`--no-budget`), as the README's sizing asks. Cells, at
 `--rate` requests a second (300) for `--duration` seconds (60), each on a gateway
 of its own in monitor mode:
 
@@ -57,7 +59,7 @@ SLICE = 10.0  # seconds of sending per slice
 _GATEWAY_YAML = _REALISTIC_YAML.replace(
     "  pipeline: {pipeline}\n",
     "  pipeline: {pipeline}\n  reason_for: flagged\n  max_concurrency: {concurrency}\n"
-    "  batch_size: {batch_size}\n",
+    "  batch_size: {batch_size}\n{budget}",
 ).replace("store:\n", "queue:\n  size: {queue_size}\nstore:\n")
 
 
@@ -67,7 +69,10 @@ class Plan:
     duration: float = 60.0
     judge_rps: float = 600.0
     biased_every: int = 10
-    concurrency: int = 600  # judge calls in flight: the judge's calls a second x its 1 s
+    # Judge calls in flight: the judge's 600 calls a second x its slowest answer (1.3 s),
+    # so that the budget, which the gateway is told, paces the calls and not the slots.
+    concurrency: int = 800
+    budget: bool = True  # judge.max_requests_per_minute: judge_rps x 60
     queue_size: int = 4000
     drain_timeout: float = 90.0
     cells: tuple[str, ...] = ("faithful", "batched")
@@ -110,6 +115,7 @@ def _start_gateway(
             concurrency=plan.concurrency,
             batch_size=batch_size,
             queue_size=plan.queue_size,
+            budget=(f"  max_requests_per_minute: {plan.judge_rps * 60:g}\n" if plan.budget else ""),
             store=store,
             port=port,
         )
@@ -227,7 +233,12 @@ def markdown(result: dict[str, Any]) -> str:
         f"{plan['rate']:g} req/s for {plan['duration']:g} s per cell, monitor mode; judge 1 s"
         f" ± 30 % a call, 429 above {plan['judge_rps']:g} calls/s; every"
         f" {plan['biased_every']}th answer biased; `reason_for: flagged`;"
-        f" `max_concurrency: {plan['concurrency']}`, `queue.size: {plan['queue_size']}`.",
+        f" `max_concurrency: {plan['concurrency']}`, `queue.size: {plan['queue_size']}`,"
+        + (
+            f" `max_requests_per_minute: {plan['judge_rps'] * 60:g}` (the judge's budget)."
+            if plan.get("budget", False)
+            else " no request budget."
+        ),
         f"Machine: {result['machine']}; load average before: {result['load_before']},"
         f" after: {result['load_after']}. Commit {result['commit']}.",
         "",
@@ -253,7 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=300.0)
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--judge-rps", type=float, default=600.0)
-    parser.add_argument("--concurrency", type=int, default=600)
+    parser.add_argument("--concurrency", type=int, default=Plan.concurrency)
+    parser.add_argument(
+        "--no-budget", action="store_true", help="leave judge.max_requests_per_minute unset"
+    )
     parser.add_argument("--cell", action="append", choices=sorted(_CELLS), help="repeatable")
     parser.add_argument("--out", type=Path, help="the markdown file (bench/results/...)")
     args = parser.parse_args(argv)
@@ -262,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         duration=args.duration,
         judge_rps=args.judge_rps,
         concurrency=args.concurrency,
+        budget=not args.no_budget,
         cells=tuple(args.cell or Plan.cells),
     )
     now = datetime.datetime.now(datetime.UTC)

@@ -11,9 +11,10 @@ by every call of one judge client:
   explain), except that each background lane keeps a reserved share, and
   within a lane to the keys in turn, by weight (`guard.limits.lanes`);
 - `requests_per_minute` and `tokens_per_minute` are token buckets that refill
-  continuously (tokens are estimated before a call and settled after it);
+  continuously (tokens are estimated before a call and settled after it); the
+  request budget is paced, a twentieth of a second's worth at once at most;
 - a 429 pauses every call, never longer than `max_pause`, then one probe call
-  goes first (`guard.limits.pauses`).
+  goes first, and the rest once it was let in (`guard.limits.pauses`).
 
 The lane and key of a call, and how long it may wait, are context variables
 set by the code that starts a scoring (`calling_as`, `deadline`), so the

@@ -7,13 +7,19 @@ import math
 __all__ = ["Bucket", "estimate_tokens"]
 
 
-class Bucket:
-    """A token bucket of `per_minute` tokens that refills continuously."""
+# A refill a hair short of a whole token is float rounding of the wait just slept, not a
+# reason to sleep again (a wait too small to move the clock on would repeat for ever).
+_ROUNDING = 1e-9
 
-    def __init__(self, per_minute: float, now: float) -> None:
+
+class Bucket:
+    """A token bucket of `per_minute` tokens that refills continuously, holding at most
+    `burst` tokens (a whole minute's by default)."""
+
+    def __init__(self, per_minute: float, now: float, *, burst: float | None = None) -> None:
         if per_minute <= 0:
             raise ValueError("a per-minute budget must be > 0")
-        self.capacity = float(per_minute)
+        self.capacity = float(per_minute if burst is None else burst)
         self.rate = per_minute / 60.0  # tokens a second
         self.tokens = self.capacity
         self.updated = now
@@ -26,7 +32,7 @@ class Bucket:
         """Seconds until `amount` tokens are there (0 when they are now)."""
         self._refill(now)
         amount = min(amount, self.capacity)
-        if self.tokens >= amount:
+        if self.tokens >= amount - _ROUNDING:
             return 0.0
         return (amount - self.tokens) / self.rate
 

@@ -40,6 +40,19 @@ class LimiterStats:
     answering: dict[Lane, float] = field(default_factory=lambda: dict.fromkeys(LANES, 0.0))  # s
 
 
+# Calls a request budget lets go at once: a twentieth of a second's worth, at least one.
+# A judge's budget a minute is often kept over shorter periods: "60,000 requests/minute
+# may be enforced as 1,000 requests/second" (OpenAI's rate-limit guide,
+# platform.openai.com/docs/guides/rate-limits). A minute's worth at once is a burst such
+# a judge refuses; calls paced at the budget's rate are not, and the twentieth absorbs
+# a late timer without losing the budget's pace.
+_REQUEST_BURST_SECONDS = 0.05
+
+
+def _request_burst(per_minute: float) -> float:
+    return max(1.0, per_minute / 60 * _REQUEST_BURST_SECONDS)
+
+
 class _Waiter:
     __slots__ = ("busy", "caller", "future", "probe", "queued", "tokens")
 
@@ -97,7 +110,11 @@ class JudgeLimiter:
         self.adaptive = adaptive
         self.clock = clock
         now = clock.monotonic()
-        self._requests = Bucket(requests_per_minute, now) if requests_per_minute else None
+        self._requests = (
+            Bucket(requests_per_minute, now, burst=_request_burst(requests_per_minute))
+            if requests_per_minute
+            else None
+        )
         self._tokens = Bucket(tokens_per_minute, now) if tokens_per_minute else None
         self._pauses = Pauses(backoff=backoff, max_pause=max_pause)
         self._queue: LaneQueue[_Waiter] = LaneQueue(reserved)
@@ -243,7 +260,7 @@ class JudgeLimiter:
             self._take_budget(waiter.tokens, now)
             if gate is Gate.PROBE:
                 waiter.probe = True
-                self._pauses.probe_sent()
+                self._pauses.probe_sent(now)
             waiter.busy = limit is not None and (total + 1 >= limit / 2 or bool(self._queue))
             self._running[waiter.caller.lane] += 1
             self.stats.calls[waiter.caller.lane] += 1

@@ -13,6 +13,13 @@ probe. If it succeeds, the rest follow at once; if it gets a 429, a new pause
 begins. Any success of a call that started after the last 429 ends the storm:
 the streak of 429s is forgotten and nothing is paused.
 
+A judge refuses a call at its door, so a 429 comes back in about a round trip,
+while an answer takes the whole generation (a second or more). A probe still
+out after three times the slowest recent refusal took was let in: the rest
+follow then, instead of idling the judge for the probe's whole answer. If the
+probe is refused after all, a new pause begins and the refusal time it took is
+remembered; before any refusal was timed the rest wait for the probe's answer.
+
 Pure state on times given to it, so it is tested on a fake clock.
 """
 
@@ -28,6 +35,10 @@ __all__ = ["DEFAULT_MAX_PAUSE", "Gate", "Pauses"]
 # said. It also leaves an enforced request (30 s to its score by default) time to wait
 # out a whole pause and still be judged.
 DEFAULT_MAX_PAUSE = 5.0
+# A probe out this many times the slowest recent refusal was let in (see above).
+_ADMITTED_AFTER = 3.0
+# Each new refusal time counts fully; older ones fade by this factor at each 429.
+_REFUSAL_FADE = 0.8
 
 
 class Gate(Enum):
@@ -49,20 +60,26 @@ class Pauses:
         self.probing = False  # the probe is out
         self.strikes = 0  # 429s in a row
         self.last_429 = float("-inf")
+        self.refusal: float | None = None  # seconds a 429 took to come back, recently
+        self.probe_at = 0.0  # when the probe went
 
     def gate(self, now: float) -> tuple[Gate, float]:
-        """Whether a call may go now; with `SHUT` for a pause, the seconds left of it
-        (0 while a probe is out: its end is the next event)."""
+        """Whether a call may go now; with `SHUT`, the seconds until that may change (0
+        while a probe is out and no refusal was timed: its end is the next event)."""
         if now < self.until:
             return Gate.SHUT, self.until - now
         if not self.half_open:
             return Gate.OPEN, 0.0
-        if self.probing:
+        if not self.probing:
+            return Gate.PROBE, 0.0
+        if self.refusal is None:
             return Gate.SHUT, 0.0
-        return Gate.PROBE, 0.0
+        admitted = self.probe_at + _ADMITTED_AFTER * self.refusal
+        return (Gate.OPEN, 0.0) if now >= admitted else (Gate.SHUT, admitted - now)
 
-    def probe_sent(self) -> None:
+    def probe_sent(self, now: float) -> None:
         self.probing = True
+        self.probe_at = now
 
     def rate_limited(
         self,
@@ -79,14 +96,17 @@ class Pauses:
         were all in flight when it began): they do not lengthen the backoff."""
         if started is None or started >= self.last_429:
             self.strikes += 1
+        if started is not None:
+            took = max(0.0, now - started)
+            self.refusal = took if self.refusal is None else max(took, self.refusal * _REFUSAL_FADE)
         self.last_429 = now
         if probe:
             self.probing = False
         if delay is None:
             delay = self.backoff * 2 ** min(self.strikes - 1, 30)
             delay *= 0.5 + random.random()  # jitter, so paused clients do not return in step
-            if refill is not None:
-                delay = min(delay, refill)
+        if refill is not None:
+            delay = min(delay, refill)
         delay = min(max(0.0, delay), self.max_pause)
         self.until = max(self.until, now + delay)
         self.half_open = True

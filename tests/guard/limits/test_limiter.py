@@ -101,13 +101,30 @@ async def test_a_429_pauses_every_call_of_the_client() -> None:
 async def test_a_request_budget_holds_the_next_call_until_it_refills() -> None:
     clock = FakeClock()
     limiter = JudgeLimiter(requests_per_minute=2, clock=clock)
+    async with limiter.call():
+        pass
+    assert clock.sleeps == []
     for _ in range(2):
         async with limiter.call():
             pass
+    assert clock.sleeps == [pytest.approx(30.0)] * 2  # two a minute: one every 30 s
+
+
+async def test_a_request_budget_is_paced_not_spent_in_a_burst() -> None:
+    """36,000 a minute may be kept by the judge as 600 a second: a twentieth of a
+    second's worth goes at once, then one call every 1/600 s."""
+    clock = FakeClock()
+    limiter = JudgeLimiter(requests_per_minute=36000, clock=clock)
+    started = clock.now
+    for _ in range(30):
+        async with limiter.call():
+            pass
     assert clock.sleeps == []
-    async with limiter.call():
-        pass
-    assert sum(clock.sleeps) == pytest.approx(30.0)  # two a minute: one every 30 s
+    for _ in range(600):
+        async with limiter.call():
+            pass
+    assert clock.now - started == pytest.approx(1.0)  # the next 600 at the budget's pace
+    assert max(clock.sleeps) == pytest.approx(1 / 600)
 
 
 def test_backoff_without_a_delay_grows_with_each_429_in_a_row() -> None:
@@ -130,9 +147,8 @@ async def test_a_pause_past_the_deadline_is_a_timeout_at_once() -> None:
 
 async def test_a_request_budget_past_the_deadline_is_a_timeout() -> None:
     limiter = JudgeLimiter(requests_per_minute=2)
-    for _ in range(2):
-        async with limiter.call():
-            pass
+    async with limiter.call():
+        pass
     with deadline(0.2), pytest.raises(JudgeTimeout):
         async with limiter.call():
             pass
@@ -281,6 +297,33 @@ async def test_after_a_short_429_storm_the_next_enforced_request_is_judged(
     assert reply.text
     assert clock.now - started <= judge.limiter.max_pause
     assert fake_openai.judge_calls() == 2  # the 429, then the probe that was judged
+    await judge.aclose()
+
+
+async def test_after_a_pause_the_rest_follow_once_the_probe_was_let_in(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """The judge refuses at once and answers in half a second: once the probe has been
+    out three refusal times without a 429, the waiting calls go, while the probe is
+    still being answered (before, they idled the judge for the probe's whole answer)."""
+    fake_openai.judge_delay = 0.5
+    fake_openai.judge_max_rps = 3  # the fourth call in a second gets a 429
+    limiter = JudgeLimiter(max_pause=5.0)
+    judge = OpenAIJudge(base_url=fake_openai.base_url, model="judge", limiter=limiter)
+    first = [asyncio.create_task(judge.complete(MESSAGES)) for _ in range(3)]
+    await eventually(lambda: fake_openai.judge_in_flight == 3, "three calls let in")
+    refused = asyncio.create_task(judge.complete(MESSAGES))  # 429, then the probe
+    await eventually(lambda: fake_openai.rate_limited == 1, "the fourth refused")
+    waiting = [asyncio.create_task(judge.complete(MESSAGES)) for _ in range(2)]
+    await asyncio.gather(*first)
+    # The pause ends when the first three leave the judge's second; the calls behind the
+    # probe then join it at the judge while it is still being answered.
+    await eventually(
+        lambda: fake_openai.judge_in_flight >= 2 and not refused.done(),
+        "the rest with the judge beside the probe",
+    )
+    await asyncio.gather(refused, *waiting)
+    assert fake_openai.judge_calls() == 6 + fake_openai.rate_limited  # each 429 retried
     await judge.aclose()
 
 

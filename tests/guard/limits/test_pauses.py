@@ -28,9 +28,12 @@ def test_without_a_header_the_backoff_doubles_and_stays_capped() -> None:
     assert max(seen) <= 8.0
 
 
-def test_a_refill_time_bounds_the_backoff() -> None:
+def test_a_refill_time_bounds_the_backoff_and_a_whole_second_retry_after() -> None:
     pauses = Pauses(backoff=1.0, max_pause=8.0)
     assert pauses.rate_limited(NOW, None, refill=0.02) == pytest.approx(0.02)
+    # Retry-After has whole seconds; a budget full again in 20 ms needs no more.
+    assert Pauses().rate_limited(NOW, 1.0, refill=0.02) == pytest.approx(0.02)
+    assert Pauses().rate_limited(NOW, 2.0, refill=360.0) == 2.0  # tokens full in 6 min
 
 
 def test_429s_of_calls_sent_before_the_storm_do_not_lengthen_the_backoff() -> None:
@@ -45,8 +48,9 @@ def test_after_a_pause_one_probe_goes_and_its_success_opens_the_gate() -> None:
     pauses = Pauses(max_pause=5.0)
     pauses.rate_limited(NOW, 1.0)
     assert pauses.gate(NOW + 1.0) == (Gate.PROBE, 0.0)
-    pauses.probe_sent()
-    assert pauses.gate(NOW + 1.1) == (Gate.SHUT, 0.0)  # the rest wait for the probe
+    pauses.probe_sent(NOW + 1.0)
+    # No refusal was timed (the 429 came with no send time): the rest wait for the probe.
+    assert pauses.gate(NOW + 1.1) == (Gate.SHUT, 0.0)
     pauses.succeeded(NOW + 1.0, probe=True)
     assert pauses.gate(NOW + 1.2) == (Gate.OPEN, 0.0)
     assert pauses.strikes == 0
@@ -55,7 +59,7 @@ def test_after_a_pause_one_probe_goes_and_its_success_opens_the_gate() -> None:
 def test_a_probe_that_gets_a_429_starts_a_new_pause() -> None:
     pauses = Pauses(backoff=1.0, max_pause=5.0)
     pauses.rate_limited(NOW, 1.0)
-    pauses.probe_sent()
+    pauses.probe_sent(NOW + 1.0)
     pauses.rate_limited(NOW + 1.0, 2.0, started=NOW + 1.0, probe=True)
     assert pauses.gate(NOW + 2.0) == (Gate.SHUT, 1.0)
     assert pauses.gate(NOW + 3.0)[0] is Gate.PROBE
@@ -65,9 +69,38 @@ def test_a_probe_that_gets_a_429_starts_a_new_pause() -> None:
 def test_a_probe_that_fails_otherwise_lets_the_next_call_probe() -> None:
     pauses = Pauses()
     pauses.rate_limited(NOW, 0.5)
-    pauses.probe_sent()
+    pauses.probe_sent(NOW + 0.5)
     pauses.failed(probe=True)
     assert pauses.gate(NOW + 1)[0] is Gate.PROBE
+
+
+def test_a_probe_out_longer_than_a_refusal_takes_was_let_in() -> None:
+    pauses = Pauses()
+    pauses.rate_limited(NOW, 0.1, started=NOW - 0.004)  # refused in 4 ms
+    pauses.probe_sent(NOW + 0.1)
+    gate, left = pauses.gate(NOW + 0.105)
+    assert gate is Gate.SHUT
+    assert left == pytest.approx(0.007)  # three refusal times after the probe went
+    # No 429 came back for the probe: the judge let it in, so the rest follow while it
+    # is being answered, and its answer still ends the storm.
+    assert pauses.gate(NOW + 0.113) == (Gate.OPEN, 0.0)
+    assert pauses.strikes == 1
+    pauses.succeeded(NOW + 0.1, probe=True)
+    assert pauses.strikes == 0
+
+
+def test_a_slow_refusal_makes_the_next_probe_wait_longer_and_fades() -> None:
+    pauses = Pauses()
+    pauses.rate_limited(NOW, 0.1, started=NOW - 0.004)
+    pauses.probe_sent(NOW + 0.1)
+    pauses.rate_limited(NOW + 0.2, 0.1, started=NOW + 0.1, probe=True)  # refused in 0.1 s
+    pauses.probe_sent(NOW + 0.3)
+    assert pauses.gate(NOW + 0.5)[0] is Gate.SHUT  # 0.2 s out: not yet three refusals
+    assert pauses.gate(NOW + 0.6)[0] is Gate.OPEN
+    for n in range(1, 11):  # quick refusals again: the slow one fades from the estimate
+        pauses.rate_limited(NOW + n, 0.0, started=NOW + n - 0.004)
+    assert pauses.refusal is not None
+    assert pauses.refusal < 0.02
 
 
 def test_an_answer_to_a_call_sent_before_the_429_does_not_end_the_storm() -> None:
