@@ -116,7 +116,7 @@ class JudgeLimiter:
             else None
         )
         self._tokens = Bucket(tokens_per_minute, now) if tokens_per_minute else None
-        self._pauses = Pauses(backoff=backoff, max_pause=max_pause)
+        self._pauses = Pauses(backoff=backoff, max_pause=max_pause, paced=bool(requests_per_minute))
         self._queue: LaneQueue[_Waiter] = LaneQueue(reserved)
         self._running = dict.fromkeys(LANES, 0)
         self._tokens_per_call: float | None = None

@@ -13,12 +13,20 @@ probe. If it succeeds, the rest follow at once; if it gets a 429, a new pause
 begins. Any success of a call that started after the last 429 ends the storm:
 the streak of 429s is forgotten and nothing is paused.
 
-A judge refuses a call at its door, so a 429 comes back in about a round trip,
-while an answer takes the whole generation (a second or more). A probe still
-out after three times the slowest recent refusal took was let in: the rest
-follow then, instead of idling the judge for the probe's whole answer. If the
-probe is refused after all, a new pause begins and the refusal time it took is
-remembered; before any refusal was timed the rest wait for the probe's answer.
+When a request budget paces the calls (`paced`), the calls that follow a pause
+go at the budget's pace, not as a herd, so a pause can be as short as the judge
+allows: a `Retry-After` (whole seconds) is bounded by `refill` too, and the
+probe can be cut short. A judge
+refuses a call at its door, so a 429 comes back in about a round trip, while an
+answer takes the whole generation (a second or more): a probe still out after
+three times the slowest recent refusal took was let in, and the rest follow
+then instead of idling the judge for the probe's whole answer (if the probe is
+refused after all, a new pause begins and the slower refusal is remembered).
+A pause shorter than a refusal takes (a judge whose budget is back in a few
+milliseconds) needs no probe at all: its verdict would come after the pause has
+ended. Without a budget every waiting call would go at once when the gate
+opens, so the pause is what `Retry-After` asked and the rest wait for the
+probe's answer.
 
 Pure state on times given to it, so it is tested on a fake clock.
 """
@@ -50,11 +58,14 @@ class Gate(Enum):
 class Pauses:
     """The 429 state of one judge client. See the module docstring."""
 
-    def __init__(self, *, backoff: float = 0.5, max_pause: float = DEFAULT_MAX_PAUSE) -> None:
+    def __init__(
+        self, *, backoff: float = 0.5, max_pause: float = DEFAULT_MAX_PAUSE, paced: bool = False
+    ) -> None:
         if backoff <= 0 or max_pause <= 0:
             raise ValueError("backoff and max_pause must be > 0")
         self.backoff = backoff
         self.max_pause = max_pause
+        self.paced = paced  # a request budget paces the calls (see the module docstring)
         self.until = 0.0  # paused until then
         self.half_open = False  # after a pause: the next call is a probe
         self.probing = False  # the probe is out
@@ -72,7 +83,7 @@ class Pauses:
             return Gate.OPEN, 0.0
         if not self.probing:
             return Gate.PROBE, 0.0
-        if self.refusal is None:
+        if not self.paced or self.refusal is None:
             return Gate.SHUT, 0.0
         admitted = self.probe_at + _ADMITTED_AFTER * self.refusal
         return (Gate.OPEN, 0.0) if now >= admitted else (Gate.SHUT, admitted - now)
@@ -105,11 +116,16 @@ class Pauses:
         if delay is None:
             delay = self.backoff * 2 ** min(self.strikes - 1, 30)
             delay *= 0.5 + random.random()  # jitter, so paused clients do not return in step
-        if refill is not None:
+            if refill is not None:
+                delay = min(delay, refill)
+        elif refill is not None and self.paced:  # a Retry-After of whole seconds, bounded
             delay = min(delay, refill)
         delay = min(max(0.0, delay), self.max_pause)
         self.until = max(self.until, now + delay)
-        self.half_open = True
+        # Paced, a pause shorter than a refusal takes (the judge's budget is back in a few
+        # ms) ends without a probe: the probe's verdict would come after the pause ends.
+        short = self.paced and self.refusal is not None and delay < self.refusal
+        self.half_open = self.half_open or not short
         return delay
 
     def succeeded(self, started: float, *, probe: bool = False) -> None:

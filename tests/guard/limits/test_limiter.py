@@ -303,12 +303,13 @@ async def test_after_a_short_429_storm_the_next_enforced_request_is_judged(
 async def test_after_a_pause_the_rest_follow_once_the_probe_was_let_in(
     fake_openai: FakeOpenAI,
 ) -> None:
-    """The judge refuses at once and answers in half a second: once the probe has been
-    out three refusal times without a 429, the waiting calls go, while the probe is
-    still being answered (before, they idled the judge for the probe's whole answer)."""
+    """The judge refuses at once and answers in half a second: with a request budget
+    pacing the calls, once the probe has been out three refusal times without a 429 the
+    waiting calls go, while the probe is still being answered (before, they idled the
+    judge for the probe's whole answer)."""
     fake_openai.judge_delay = 0.5
     fake_openai.judge_max_rps = 3  # the fourth call in a second gets a 429
-    limiter = JudgeLimiter(max_pause=5.0)
+    limiter = JudgeLimiter(max_pause=5.0, requests_per_minute=6000)
     judge = OpenAIJudge(base_url=fake_openai.base_url, model="judge", limiter=limiter)
     first = [asyncio.create_task(judge.complete(MESSAGES)) for _ in range(3)]
     await eventually(lambda: fake_openai.judge_in_flight == 3, "three calls let in")

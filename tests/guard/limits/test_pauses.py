@@ -28,12 +28,14 @@ def test_without_a_header_the_backoff_doubles_and_stays_capped() -> None:
     assert max(seen) <= 8.0
 
 
-def test_a_refill_time_bounds_the_backoff_and_a_whole_second_retry_after() -> None:
+def test_a_refill_time_bounds_the_backoff_and_paced_a_whole_second_retry_after() -> None:
     pauses = Pauses(backoff=1.0, max_pause=8.0)
     assert pauses.rate_limited(NOW, None, refill=0.02) == pytest.approx(0.02)
-    # Retry-After has whole seconds; a budget full again in 20 ms needs no more.
-    assert Pauses().rate_limited(NOW, 1.0, refill=0.02) == pytest.approx(0.02)
-    assert Pauses().rate_limited(NOW, 2.0, refill=360.0) == 2.0  # tokens full in 6 min
+    # Paced, a Retry-After of whole seconds from a judge full again in 20 ms waits 20 ms.
+    assert Pauses(paced=True).rate_limited(NOW, 1.0, refill=0.02) == pytest.approx(0.02)
+    assert Pauses(paced=True).rate_limited(NOW, 2.0, refill=360.0) == 2.0  # tokens: 6 min
+    # Unpaced, the whole wait: every call would go at once when it ends.
+    assert Pauses().rate_limited(NOW, 1.0, refill=0.02) == 1.0
 
 
 def test_429s_of_calls_sent_before_the_storm_do_not_lengthen_the_backoff() -> None:
@@ -74,8 +76,12 @@ def test_a_probe_that_fails_otherwise_lets_the_next_call_probe() -> None:
     assert pauses.gate(NOW + 1)[0] is Gate.PROBE
 
 
-def test_a_probe_out_longer_than_a_refusal_takes_was_let_in() -> None:
-    pauses = Pauses()
+def test_paced_a_probe_out_longer_than_a_refusal_takes_was_let_in() -> None:
+    unpaced = Pauses()  # the rest would go as a herd: they wait for the probe's answer
+    unpaced.rate_limited(NOW, 0.1, started=NOW - 0.004)
+    unpaced.probe_sent(NOW + 0.1)
+    assert unpaced.gate(NOW + 0.5) == (Gate.SHUT, 0.0)
+    pauses = Pauses(paced=True)
     pauses.rate_limited(NOW, 0.1, started=NOW - 0.004)  # refused in 4 ms
     pauses.probe_sent(NOW + 0.1)
     gate, left = pauses.gate(NOW + 0.105)
@@ -89,8 +95,22 @@ def test_a_probe_out_longer_than_a_refusal_takes_was_let_in() -> None:
     assert pauses.strikes == 0
 
 
+def test_paced_a_pause_shorter_than_a_refusal_ends_without_a_probe() -> None:
+    unpaced = Pauses()  # every waiting call would go at once: the probe stays
+    unpaced.rate_limited(NOW, 0.002, started=NOW - 0.004)
+    assert unpaced.gate(NOW + 0.002) == (Gate.PROBE, 0.0)
+    pauses = Pauses(paced=True)
+    # The judge refused in 4 ms and said its budget is back in 2 ms.
+    assert pauses.rate_limited(NOW, 1.0, refill=0.002, started=NOW - 0.004) == 0.002
+    assert pauses.gate(NOW + 0.001) == (Gate.SHUT, pytest.approx(0.001))
+    assert pauses.gate(NOW + 0.002) == (Gate.OPEN, 0.0)  # every call, no probe first
+    # A pause longer than a refusal still sends a probe first.
+    pauses.rate_limited(NOW + 0.01, 0.5, started=NOW + 0.009)
+    assert pauses.gate(NOW + 0.51) == (Gate.PROBE, 0.0)
+
+
 def test_a_slow_refusal_makes_the_next_probe_wait_longer_and_fades() -> None:
-    pauses = Pauses()
+    pauses = Pauses(paced=True)
     pauses.rate_limited(NOW, 0.1, started=NOW - 0.004)
     pauses.probe_sent(NOW + 0.1)
     pauses.rate_limited(NOW + 0.2, 0.1, started=NOW + 0.1, probe=True)  # refused in 0.1 s
