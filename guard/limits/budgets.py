@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections import deque
 
-__all__ = ["Bucket", "estimate_tokens"]
+__all__ = ["Bucket", "PerSecond", "estimate_tokens"]
 
 
 # A refill a hair short of a whole token is float rounding of the wait just slept, not a
@@ -43,6 +44,29 @@ class Bucket:
     def give_back(self, amount: float) -> None:
         # Settling may leave a debt (negative tokens): the next calls wait it out.
         self.tokens = min(self.capacity, self.tokens + amount)
+
+
+class PerSecond:
+    """At most `limit` calls in any one second: a log of the last second's send times.
+
+    Beside a paced bucket, whose burst could otherwise put a burst's worth more
+    than a second's budget into one second."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError("a per-second limit must be >= 1")
+        self.limit = limit
+        self._sent: deque[float] = deque()
+
+    def wait_for(self, now: float) -> float:
+        """Seconds until one more call fits in the second before it (0: now)."""
+        sent = self._sent
+        while sent and sent[0] <= now - 1.0:
+            sent.popleft()
+        return 0.0 if len(sent) < self.limit else sent[0] + 1.0 - now
+
+    def take(self, now: float) -> None:
+        self._sent.append(now)
 
 
 def estimate_tokens(texts: list[str], expected_output: int = 256) -> int:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
 from guard.clock import SYSTEM_CLOCK, Clock
 from guard.errors import JudgeTimeout
 from guard.limits.adaptive import AdaptiveLimit
-from guard.limits.budgets import Bucket
+from guard.limits.budgets import Bucket, PerSecond
 from guard.limits.context import LANES, Caller, Lane, caller, remaining
 from guard.limits.lanes import DEFAULT_RESERVED, LaneQueue
 from guard.limits.pauses import DEFAULT_MAX_PAUSE, Gate, Pauses
@@ -40,7 +41,8 @@ class LimiterStats:
     answering: dict[Lane, float] = field(default_factory=lambda: dict.fromkeys(LANES, 0.0))  # s
 
 
-# Calls a request budget lets go at once: a twentieth of a second's worth, at least one.
+# Calls a request budget lets go at once: a twentieth of a second's worth, at least one;
+# and never more than a second's worth in any one second (`PerSecond`).
 # A judge's budget a minute is often kept over shorter periods: "60,000 requests/minute
 # may be enforced as 1,000 requests/second" (OpenAI's rate-limit guide,
 # platform.openai.com/docs/guides/rate-limits). A minute's worth at once is a burst such
@@ -114,6 +116,9 @@ class JudgeLimiter:
             Bucket(requests_per_minute, now, burst=_request_burst(requests_per_minute))
             if requests_per_minute
             else None
+        )
+        self._per_second = (
+            PerSecond(math.ceil(requests_per_minute / 60)) if requests_per_minute else None
         )
         self._tokens = Bucket(tokens_per_minute, now) if tokens_per_minute else None
         self._pauses = Pauses(backoff=backoff, max_pause=max_pause, paced=bool(requests_per_minute))
@@ -290,6 +295,8 @@ class JudgeLimiter:
         wait = 0.0
         if self._requests is not None:
             wait = self._requests.wait_for(1, now)
+        if self._per_second is not None:
+            wait = max(wait, self._per_second.wait_for(now))
         if self._tokens is not None:
             wait = max(wait, self._tokens.wait_for(tokens, now))
         return wait
@@ -297,6 +304,8 @@ class JudgeLimiter:
     def _take_budget(self, tokens: int, now: float) -> None:
         if self._requests is not None:
             self._requests.take(1, now)
+        if self._per_second is not None:
+            self._per_second.take(now)
         if self._tokens is not None:
             self._tokens.take(tokens, now)
 
