@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.wire.parts import TextParts
+
 __all__ = [
     "ChunkAccumulator",
     "chunk_extras",
@@ -35,7 +37,7 @@ class _ToolCall:
 
 @dataclass(slots=True)
 class _Choice:
-    content: list[str] | None = None  # None until a content string arrives
+    content: TextParts | None = None  # None until a content string arrives
     refusal: list[str] | None = None
     tool_calls: dict[int, _ToolCall] = field(default_factory=dict)
     chars: int = 0  # of content kept so far
@@ -180,7 +182,7 @@ class ChunkAccumulator:
 
     def _add_content(self, state: _Choice, content: str) -> None:
         if state.content is None:
-            state.content = []
+            state.content = TextParts()
         if self._max_chars is not None and state.chars + len(content) > self._max_chars:
             content = content[: self._max_chars - state.chars]
             self.truncated = True
@@ -191,7 +193,7 @@ class ChunkAccumulator:
     def text(self, index: int = 0) -> str:
         """The content of choice `index` so far; "" for a choice not seen."""
         state = self._choices.get(index)
-        return "".join(state.content) if state and state.content else ""
+        return state.content.text() if state and state.content else ""
 
     def texts(self) -> dict[int, str]:
         """The content of every choice seen, in index order."""
@@ -221,7 +223,7 @@ class ChunkAccumulator:
         for index, state in sorted(self._choices.items()):
             message: dict[str, Any] = {
                 "role": state.role or "assistant",
-                "content": None if state.content is None else "".join(state.content),
+                "content": None if state.content is None else state.content.text(),
             }
             if "refusal" in state.seen:
                 message["refusal"] = None if state.refusal is None else "".join(state.refusal)

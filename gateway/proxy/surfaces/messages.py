@@ -30,6 +30,7 @@ from gateway.proxy.surfaces.base import (
     usage_facts,
 )
 from gateway.scoring.outcome import Outcome
+from gateway.wire.parts import TextParts
 from gateway.wire.rebuild import Rebuilt, StreamError, message_answer
 from gateway.wire.sse import SSEEvent, encode_event
 
@@ -71,7 +72,7 @@ def _text_of(content: object) -> str:
 class MessagesReader(StreamReader):
     def __init__(self, *, max_chars: int | None = None) -> None:
         super().__init__(max_chars=max_chars)
-        self._blocks: dict[int, list[str]] = {}
+        self._blocks: dict[int, TextParts] = {}
         self._chars = 0
         self._facts = Facts()
 
@@ -113,7 +114,10 @@ class MessagesReader(StreamReader):
         text = self.clip(self._chars + separator, text)
         if not text:
             return
-        self._blocks.setdefault(position, []).append(text)
+        parts = self._blocks.get(position)
+        if parts is None:
+            parts = self._blocks[position] = TextParts()
+        parts.append(text)
         self._chars += separator + len(text)
 
     def _usage(self, usage: object) -> None:
@@ -125,7 +129,7 @@ class MessagesReader(StreamReader):
             self._facts.output_tokens = usage["output_tokens"]
 
     def texts(self) -> list[str]:
-        text = "\n".join("".join(parts) for _, parts in sorted(self._blocks.items()))
+        text = "\n".join(parts.text() for _, parts in sorted(self._blocks.items()))
         return [text] if text else []
 
     def facts(self) -> Facts:

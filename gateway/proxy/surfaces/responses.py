@@ -31,6 +31,7 @@ from gateway.proxy.surfaces.base import (
     usage_facts,
 )
 from gateway.scoring.outcome import Outcome
+from gateway.wire.parts import TextParts
 from gateway.wire.rebuild import Rebuilt, response_answer
 from gateway.wire.sse import SSEEvent, encode_event
 
@@ -63,7 +64,7 @@ def _output_texts(output: object) -> list[str]:
 class ResponsesReader(StreamReader):
     def __init__(self, *, max_chars: int | None = None) -> None:
         super().__init__(max_chars=max_chars)
-        self._deltas: dict[int, list[str]] = {}
+        self._deltas: dict[int, TextParts] = {}
         self._chars: dict[int, int] = {}
         self._done_texts: dict[
             int, str
@@ -88,7 +89,10 @@ class ResponsesReader(StreamReader):
             if isinstance(delta, str) and delta:
                 kept = self._chars.get(index, 0)
                 delta = self.clip(kept, delta)
-                self._deltas.setdefault(index, []).append(delta)
+                parts = self._deltas.get(index)
+                if parts is None:
+                    parts = self._deltas[index] = TextParts()
+                parts.append(delta)
                 self._chars[index] = kept + len(delta)
         elif (
             kind == "response.output_text.done"
@@ -119,7 +123,7 @@ class ResponsesReader(StreamReader):
         texts = []
         for index in indexes:
             parts = self._deltas.get(index)
-            text = "".join(parts) if parts else self._done_texts.get(index, "")
+            text = parts.text() if parts else self._done_texts.get(index, "")
             if text:
                 texts.append(text)
         return texts
