@@ -25,6 +25,7 @@ from gateway.proxy.surfaces.base import (
 from gateway.scoring.outcome import Outcome
 from gateway.wire.accumulate import ChunkAccumulator, completion_texts, readable_completion
 from gateway.wire.codec import loads
+from gateway.wire.parts import TextParts
 from gateway.wire.rebuild import Rebuilt, chat_answer, completion_answer
 from gateway.wire.sse import DONE, SSEEvent, encode_event
 
@@ -214,7 +215,7 @@ class ChatCompletions(Surface):
 class CompletionsReader(_ChoiceReader):
     def __init__(self, *, max_chars: int | None = None) -> None:
         super().__init__(max_chars=max_chars)
-        self._texts: dict[int, list[str]] = {}
+        self._texts: dict[int, TextParts] = {}
         self._chars: dict[int, int] = {}
         self._facts = Facts()
         self._finish: dict[int, str] = {}
@@ -241,14 +242,17 @@ class CompletionsReader(_ChoiceReader):
             if isinstance(text, str) and text:
                 kept = self._chars.get(index, 0)
                 text = self.clip(kept, text)
-                self._texts.setdefault(index, []).append(text)
+                parts = self._texts.get(index)
+                if parts is None:
+                    parts = self._texts[index] = TextParts()
+                parts.append(text)
                 self._chars[index] = kept + len(text)
             if isinstance(choice.get("finish_reason"), str):
                 self._finish[index] = choice["finish_reason"]
         return False
 
     def texts(self) -> list[str]:
-        joined = ("".join(parts) for _, parts in sorted(self._texts.items()))
+        joined = (parts.text() for _, parts in sorted(self._texts.items()))
         return [text for text in joined if text]
 
     def facts(self) -> Facts:
