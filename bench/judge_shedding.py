@@ -1,13 +1,13 @@
 """The judge under overload (#21 items 4 and 7): `python -m bench.judge_shedding`.
 
 The realistic scenario's pieces (`bench.realistic`: a 300 ms upstream, a judge of
-1 s ± 30 % a call, an open-loop client), with the judge limited to `--judge-rps`
-calls a second (600; 429 with `Retry-After` above it) and every tenth answer
-biased, so that `reason_for: flagged` explains one answer in ten; the gateway is
-told the judge's budget (`judge.max_requests_per_minute`, off with
-`--no-budget`), as the README's sizing asks. Cells, at
-`--rate` requests a second (300) for `--duration` seconds (60), each on a gateway
-of its own in monitor mode:
+1 s ± 30 % a call in a process of its own, an open-loop client), with the judge
+limited to `--judge-rps` calls a second (600; 429 with `Retry-After` above it)
+and every tenth answer biased, so that `reason_for: flagged` explains one answer
+in ten; the gateway is told the judge's budget (`judge.max_requests_per_minute`,
+off with `--no-budget`), as the README's sizing asks. Cells, at `--rate`
+requests a second (300) for `--duration` seconds (60), each on a gateway of its
+own in monitor mode:
 
 - `faithful`: the default pipeline (2 calls an answer, 3 for a flagged one). What
   share is scored within 30 s of its response, what the rest ended as (the
@@ -88,19 +88,30 @@ def _log(message: str) -> None:
     print(f"bench judge_shedding: {message}", file=sys.stderr, flush=True)
 
 
-def _start_fake(procs: Processes, work: Path, plan: Plan) -> ServerProcess:
+def _start_fake(procs: Processes, work: Path, plan: Plan, role: str) -> ServerProcess:
+    """The upstream (every `biased_every`th answer biased) or the judge (limited to
+    `judge_rps`): a process each, as a judge is not served by the upstream's event loop,
+    whose streaming would bunch the judge's count of its calls."""
     port = free_port()
     argv = [
         sys.executable, "-m", "bench.slow_fake", "--port", str(port), "--chunks", str(CHUNKS),
         "--ttft", str(UPSTREAM_TTFT), "--chunk-interval", str(CHUNK_INTERVAL),
         "--judge-latency", str(JUDGE_LATENCY), "--jitter", str(JITTER),
-        "--judge-rps", str(plan.judge_rps), "--biased-every", str(plan.biased_every),
     ]  # fmt: skip
-    return procs.start("slow-fake", argv, port=port, ready_path="/bench/stats", log_dir=work)
+    if role == "judge":
+        argv += ["--judge-rps", str(plan.judge_rps)]
+    else:
+        argv += ["--biased-every", str(plan.biased_every)]
+    return procs.start(f"slow-{role}", argv, port=port, ready_path="/bench/stats", log_dir=work)
 
 
 def _start_gateway(
-    procs: Processes, work: Path, plan: Plan, fake: ServerProcess, cell: str
+    procs: Processes,
+    work: Path,
+    plan: Plan,
+    upstream: ServerProcess,
+    judge: ServerProcess,
+    cell: str,
 ) -> tuple[ServerProcess, Path]:
     pipeline, batch_size = _CELLS[cell]
     port = free_port()
@@ -108,8 +119,8 @@ def _start_gateway(
     config = work / f"{cell}.yaml"
     config.write_text(
         _GATEWAY_YAML.format(
-            upstream=fake.url,
-            judge=fake.url,
+            upstream=upstream.url,
+            judge=judge.url,
             pipeline=pipeline,
             mode="monitor",
             concurrency=plan.concurrency,
@@ -202,8 +213,9 @@ def run(plan: Plan, work: Path) -> dict[str, Any]:
     cells: list[dict[str, Any]] = []
     with Processes() as procs:
         for cell in plan.cells:
-            fake = _start_fake(procs, work, plan)  # a fresh judge: its counts are the cell's
-            gateway, store = _start_gateway(procs, work, plan, fake, cell)
+            upstream = _start_fake(procs, work, plan, "upstream")
+            judge = _start_fake(procs, work, plan, "judge")  # fresh: its counts are the cell's
+            gateway, store = _start_gateway(procs, work, plan, upstream, judge, cell)
             _log(f"{cell} at {plan.rate:g} req/s for {plan.duration:g} s")
             load = asyncio.run(
                 _open_loop(
@@ -211,17 +223,18 @@ def run(plan: Plan, work: Path) -> dict[str, Any]:
                     rate=plan.rate,
                     duration=plan.duration,
                     gateway=gateway,
-                    judge_port=fake.port,
+                    judge_port=judge.port,
                     store=store,
                     drain_timeout=plan.drain_timeout,
                 )
             )
-            judge = _fetch_json(f"{fake.url}/bench/stats")
-            figures = _cell_figures(load, store, int(judge["judge_calls"]))
-            figures["judge_429s"] = judge["rate_limited"]
+            counts = _fetch_json(f"{judge.url}/bench/stats")
+            figures = _cell_figures(load, store, int(counts["judge_calls"]))
+            figures["judge_429s"] = counts["rate_limited"]
             cells.append({"cell": cell, "pipeline": _CELLS[cell][0], **figures})
             procs.stop(gateway)
-            procs.stop(fake)
+            procs.stop(judge)
+            procs.stop(upstream)
     return {"plan": asdict(plan), "cells": cells}
 
 

@@ -77,24 +77,34 @@ def _hex_id(prefix: str) -> str:
 
 
 def chat_stream(body: Body, pieces: list[str]) -> Iterator[Frame]:
+    """One choice streamed in `pieces`."""
+    return chat_choices_stream(body, [pieces])
+
+
+def chat_choices_stream(body: Body, pieces: list[list[str]]) -> Iterator[Frame]:
+    """A choice per list of pieces (`n` > 1), their chunks taking turns as OpenAI's do."""
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
 
-    def frame(delta: Body, finish: str | None) -> bytes:
+    def frame(index: int, delta: Body, finish: str | None) -> bytes:
         chunk = {
             "id": completion_id,
             "object": "chat.completion.chunk",
             "created": 1,
             "model": body.get("model"),
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
         }
         return _data(chunk)
 
-    yield Frame(frame({"role": "assistant", "content": ""}, None))
-    for piece in pieces:
-        yield Frame(frame({"content": piece}, None), piece=True)
-    yield Frame(frame({}, "stop"))
+    for index in range(len(pieces)):
+        yield Frame(frame(index, {"role": "assistant", "content": ""}, None))
+    for step in range(max((len(text) for text in pieces), default=0)):
+        for index, text in enumerate(pieces):
+            if step < len(text):
+                yield Frame(frame(index, {"content": text[step]}, None), piece=True)
+    for index in range(len(pieces)):
+        yield Frame(frame(index, {}, "stop"))
     if _includes_usage(body):
-        whole = chat_completion(body, ["".join(pieces)])
+        whole = chat_completion(body, ["".join(text) for text in pieces])
         chunk = {**whole, "id": completion_id, "object": "chat.completion.chunk", "created": 1}
         yield Frame(_data({**chunk, "choices": []}))
     yield Frame(b"data: [DONE]\n\n")
@@ -181,13 +191,7 @@ def completion_stream(body: Body, pieces: list[list[str]]) -> Iterator[Frame]:
     yield Frame(b"data: [DONE]\n\n")
 
 
-CHAT = Surface(
-    chat_completion,
-    lambda body, pieces: chat_stream(body, [piece for text in pieces for piece in text]),
-    openai_error,
-    "server_error",
-    honours_n=True,
-)
+CHAT = Surface(chat_completion, chat_choices_stream, openai_error, "server_error", honours_n=True)
 COMPLETIONS = Surface(completion, completion_stream, openai_error, "server_error", honours_n=True)
 
 

@@ -248,6 +248,6 @@ class StreamJudgement:
                 self.cancel()
                 break
             if self.tap.readable:
-                self.passed = window.events
+                self.passed = max(self.passed, window.events)
         self._dispatch()
         self.changed.set()

@@ -15,6 +15,7 @@ client wait for about one judgement, never for a queue.
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,6 +75,10 @@ class WindowSplitter:
         self.margin = margin
         self._cut: list[int] = []  # per text, where the last window ended
         self._seen: list[int] = []  # per text, its length at the last offer
+        # Per text, the events after which it grew and the length it grew to: how far the
+        # stream may be released when a window ends a text short of its length.
+        self._grew_at: list[list[int]] = []
+        self._grew_to: list[list[int]] = []
         self._start = 0  # the answer's offset where the next window starts
         self.closed = 0  # windows closed so far
 
@@ -85,6 +90,14 @@ class WindowSplitter:
             if len(text) > (self._seen[index] if index < len(self._seen) else 0)
         ]
         self._seen = [len(text) for text in texts]
+        while len(self._grew_to) < len(texts):
+            self._grew_at.append([])
+            self._grew_to.append([])
+        for index, text in enumerate(texts):
+            lengths = self._grew_to[index]
+            if not lengths or lengths[-1] != len(text):
+                self._grew_at[index].append(events)
+                lengths.append(len(text))
         if not grown:
             return None
         new = self._new_chars(texts)
@@ -97,7 +110,7 @@ class WindowSplitter:
     def finish(self, texts: Sequence[str], events: int) -> Window | None:
         """The last window: whatever the answer added since the one before, if anything."""
         self._seen = [len(text) for text in texts]
-        return self._close(texts, events) if self._new_chars(texts) else None
+        return self._close(texts, events, whole=True) if self._new_chars(texts) else None
 
     def _new_chars(self, texts: Sequence[str]) -> int:
         cut = self._cut
@@ -105,19 +118,54 @@ class WindowSplitter:
             len(text) - (cut[index] if index < len(cut) else 0) for index, text in enumerate(texts)
         )
 
-    def _close(self, texts: Sequence[str], events: int) -> Window:
+    def _close(self, texts: Sequence[str], events: int, *, whole: bool = False) -> Window:
+        """Each text up to its end if it ends a sentence there (or `whole`, at the
+        stream's end, or when its own new part ran past the window and its margin),
+        else up to its last sentence end: with several choices (`n` > 1) streaming in
+        turns, the others are mid-sentence when one ends a sentence, and a sentence cut
+        in two is judged as neither half. If no text has a sentence end, all go whole
+        (the margin ran out). The stream is released as far as every text was judged."""
+        starts = [self._cut[index] if index < len(self._cut) else 0 for index in range(len(texts))]
+        ends = [
+            len(text)
+            if whole or ends_sentence(text) or len(text) - start >= self.window_chars + self.margin
+            else _last_sentence_end(text, start)
+            for text, start in zip(texts, starts, strict=True)
+        ]
+        if ends == starts:
+            ends = [len(text) for text in texts]
         parts = []
-        for index, text in enumerate(texts):
-            start = self._cut[index] if index < len(self._cut) else 0
-            if len(text) > start:
+        released = events
+        for index, (text, start, end) in enumerate(zip(texts, starts, ends, strict=True)):
+            if end > start:
                 context = text[max(0, start - self.context_chars) : start]
-                parts.append(WindowPart(index, start, len(text), text[start:], context))
-        self._cut = [len(text) for text in texts]
-        end = sum(self._cut)
-        window = Window(self.closed, self._start, end, events, tuple(parts))
+                parts.append(WindowPart(index, start, end, text[start:end], context))
+            if end < len(text):
+                released = min(released, self._released(index, end))
+        self._cut = ends
+        end = sum(ends)
+        window = Window(self.closed, self._start, end, released, tuple(parts))
         self._start = end
         self.closed += 1
         return window
+
+    def _released(self, index: int, length: int) -> int:
+        """How many events went by while text `index` was within `length` characters:
+        up to the one that took it past them."""
+        past = bisect.bisect_right(self._grew_to[index], length)
+        return self._grew_at[index][past] - 1
+
+
+def _last_sentence_end(text: str, start: int) -> int:
+    """Where the last sentence or line in `text[start:]` ends (closers after its stop
+    included); `start` when none does."""
+    for at in range(len(text) - 1, start - 1, -1):
+        if text[at] in _SENTENCE_ENDS:
+            end = at + 1
+            while end < len(text) and text[end] in _CLOSERS:
+                end += 1
+            return end
+    return start
 
 
 def coalesce(waiting: deque[Window], max_chars: int) -> Window:

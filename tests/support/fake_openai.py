@@ -568,7 +568,11 @@ class FakeOpenAI:
         return {"index": index, "message": message, "finish_reason": "stop"}
 
     def _stream(self, body: dict[str, Any], content: str, fault: Fault | None) -> Response:
-        return self._streaming(fake_apis.chat_stream(body, split(content, self.chunks)), fault)
+        """One choice of `content`; for the upstream, `replies` (a choice each) if set."""
+        is_chat = body.get("model") != self.judge_model and not _asks_as_judge(body)
+        texts = self.replies if self.replies and is_chat else [content]
+        pieces = [split(text, self.chunks) for text in texts]
+        return self._streaming(fake_apis.chat_choices_stream(body, pieces), fault)
 
 
 def _field(value: Any, *path: str) -> Any:

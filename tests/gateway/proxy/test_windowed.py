@@ -410,3 +410,53 @@ def test_windows_pass_a_judge_of_a_second_a_call_that_answers_429_under_load(
     assert (record["status"], record["verdict"]) == ("scored", "pass")
     assert len(record["result"]["windows"]) >= 3
     assert reading_judge.rate_limited > 0
+
+
+def test_two_choices_stream_window_by_window_and_reach_the_sdk_whole(
+    reading_judge: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    other = " ".join(f"I think colour {n:02d} suits every office." for n in range(9))
+    reading_judge.replies = [answer(12), other]
+    gateway = make_gateway(**windowed())
+    stream = gateway.client().chat.completions.create(
+        model="m", messages=MESSAGES, stream=True, n=2
+    )
+    texts: dict[int, list[str]] = {0: [], 1: []}
+    for chunk in stream:
+        for choice in chunk.choices:
+            texts[choice.index].append(choice.delta.content or "")
+    assert ["".join(texts[0]), "".join(texts[1])] == reading_judge.replies
+    run_id = stream.response.headers["x-bias-run-id"]
+    record = gateway.wait_for_score(run_id)
+    assert record["verdict"] == "pass"
+    windows = record["result"]["windows"]
+    assert len(windows) >= 4  # both texts, cut in windows
+    # Each choice is scored on its own, and the result is the worst one's (both pass:
+    # the first). Its opinions are whole sentences: the choices take turns, so when one
+    # ends a sentence the other is mid-sentence, and its part waits for its own end.
+    opinions = record["result"]["preprocessStepResult"]["opinions"]
+    assert opinions == [neutral(n).strip() for n in range(12)]
+
+
+def test_a_biased_second_choice_blocks_before_its_window_goes_out(
+    reading_judge: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    other = [f" I think colour {n:02d} suits every office." for n in range(12)]
+    other[6] = BIASED_SENTENCE
+    reading_judge.replies = [answer(12), "".join(other).strip()]
+    # Each choice is scored on its own: 1 biased opinion of the 7 or so before it blocks
+    # (windows judged one by one, not joined while the upstream outruns the judge).
+    gateway = make_gateway(
+        **windowed(flag_threshold=0.05, block_threshold=0.1, max_coalesced_chars=100)
+    )
+    body = Chat().http_body(stream=True) | {"n": 2}
+    with (
+        gateway.http() as http,
+        http.stream("POST", "/v1/chat/completions", json=body) as response,
+    ):
+        received, headers = b"".join(response.iter_raw()), response.headers
+    assert b"lazy" not in received
+    assert b"bias_threshold_exceeded" in received
+    record = gateway.wait_for_score(headers["x-bias-run-id"])
+    assert record["verdict"] == "block"
+    assert record["result"]["windows"][-1]["verdict"] == "block"

@@ -85,6 +85,26 @@ def test_each_text_of_an_answer_has_its_own_part() -> None:
     assert (later.start, later.end) == (12, 18)
 
 
+def test_with_several_texts_the_others_end_at_their_last_sentence_end() -> None:
+    """`n` > 1: choices stream in turns, so when one ends a sentence the others are
+    mid-sentence; theirs wait for the next window, and so do their events."""
+    splitter = WindowSplitter(window_chars=10, context_chars=3, margin=20)
+    assert splitter.offer(["One two.", ""], 1) is None
+    assert splitter.offer(["One two.", "Red. Blue"], 2) is None  # grew mid-sentence
+    first = splitter.offer(["One two. Three.", "Red. Blue"], 3)
+    assert first is not None
+    assert [(p.index, p.start, p.end, p.text) for p in first.parts] == [
+        (0, 0, 15, "One two. Three."),
+        (1, 0, 5, "Red. "),
+    ]
+    # Event 2 carried " Blue", judged in no window yet: only event 1 may go out.
+    assert first.events == 1
+    second = splitter.offer(["One two. Three.", "Red. Blue sky today."], 4)
+    assert second is not None
+    assert [(p.index, p.text, p.context) for p in second.parts] == [(1, "Blue sky today.", "d. ")]
+    assert second.events == 4  # every text judged to its end: all four
+
+
 def test_a_text_that_did_not_grow_closes_nothing() -> None:
     splitter = WindowSplitter(window_chars=5, context_chars=0, margin=0)
     assert splitter.offer(["abcdef."], 1) is not None
