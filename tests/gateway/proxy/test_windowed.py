@@ -80,6 +80,30 @@ def api(request: pytest.FixtureRequest) -> Api:
     return surface
 
 
+def delivered(received: bytes) -> str:
+    """The answer's text a client read from a stream's bytes, every API's deltas joined
+    (a word split across two events is found whole here, unlike in the bytes)."""
+    pieces = []
+    for line in received.decode().splitlines():
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        event = json.loads(line[len("data: ") :])
+        for choice in event.get("choices") or []:
+            pieces.append((choice.get("delta") or {}).get("content") or choice.get("text") or "")
+        if event.get("type") == "response.output_text.delta":
+            pieces.append(event["delta"])
+        if event.get("type") == "content_block_delta":
+            pieces.append(event["delta"].get("text") or "")
+    return "".join(pieces)
+
+
+def test_delivered_reads_a_word_split_across_events() -> None:
+    chunks = [{"choices": [{"index": 0, "delta": {"content": part}}]} for part in ("la", "zy")]
+    received = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks).encode()
+    assert b"lazy" not in received
+    assert delivered(received) == "lazy"
+
+
 def raw_stream(gateway: RunningGateway, api: Api) -> tuple[bytes, httpx.Headers]:
     with (
         gateway.http() as http,
@@ -132,7 +156,7 @@ def test_a_blocking_window_never_reaches_the_client(
     # 1 biased opinion of the 7 before it blocks; of the answer's 12 it would only flag.
     gateway = make_gateway(**windowed(flag_threshold=0.05, block_threshold=0.1))
     received, headers = raw_stream(gateway, api)
-    assert b"lazy" not in received
+    assert "lazy" not in delivered(received)
     record = gateway.wait_for_score(headers["x-bias-run-id"])
     assert record["verdict"] == "block"
     windows = record["result"]["windows"]
@@ -140,10 +164,9 @@ def test_a_blocking_window_never_reaches_the_client(
     assert all(w["verdict"] == "pass" for w in windows[:-1])
     # Nothing past the passed windows went out: the blocking window's text is withheld.
     blocking = windows[-1]
-    assert text[blocking["start"] : blocking["end"]].strip() not in received.decode()
+    assert text[blocking["start"] : blocking["end"]].strip() not in delivered(received)
     if windows[:-1]:
-        passed = text[: windows[-2]["end"]]
-        assert passed.split()[-1].encode() in received
+        assert delivered(received) == text[: windows[-2]["end"]]  # every passed window
     with pytest.raises(api.stream_error) as caught:
         api.stream(gateway)
     assert api.sdk_error(caught.value)["code"] == "bias_threshold_exceeded"
@@ -157,8 +180,8 @@ def test_hold_none_goes_live_and_cuts_at_once(
     reading_judge.chunk_delay = 0.05  # the upstream takes 3 s to finish
     gateway = make_gateway(**windowed(hold="none", flag_threshold=0.1, block_threshold=0.2))
     received, headers = raw_stream(gateway, Chat())
-    assert b"topic 01" in received  # live: the first window went out before its verdict
-    assert b"topic 29" not in received  # cut long before the upstream's end
+    assert "topic 01" in delivered(received)  # live: the first window went out unjudged
+    assert "topic 29" not in delivered(received)  # cut long before the upstream's end
     assert b"bias_threshold_exceeded" in received
     record = gateway.wait_for_score(headers["x-bias-run-id"])
     assert record["verdict"] == "block"
@@ -232,7 +255,7 @@ def test_both_judge_pipelines_judge_windows(
         judge={"pipeline": pipeline}, **windowed(flag_threshold=0.1, block_threshold=0.2)
     )
     received, headers = raw_stream(gateway, Chat())
-    assert b"lazy" not in received
+    assert "lazy" not in delivered(received)
     record = gateway.wait_for_score(headers["x-bias-run-id"])
     assert (record["verdict"], record["result"]["pipeline"]) == ("block", pipeline)
     assert record["result"]["windows"][-1]["verdict"] == "block"
@@ -287,7 +310,7 @@ def test_a_judge_failure_under_on_judge_error_block_ends_the_stream(
     gateway = make_gateway(**windowed(on_judge_error="block"))
     received, headers = raw_stream(gateway, Chat())
     assert b"bias_judge_unavailable" in received
-    assert b"topic 11" not in received
+    assert "topic 11" not in delivered(received)
     assert gateway.wait_for_score(headers["x-bias-run-id"])["status"] == "error"
 
 
@@ -455,7 +478,7 @@ def test_a_biased_second_choice_blocks_before_its_window_goes_out(
         http.stream("POST", "/v1/chat/completions", json=body) as response,
     ):
         received, headers = b"".join(response.iter_raw()), response.headers
-    assert b"lazy" not in received
+    assert "lazy" not in delivered(received)
     assert b"bias_threshold_exceeded" in received
     record = gateway.wait_for_score(headers["x-bias-run-id"])
     assert record["verdict"] == "block"
