@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["extract_json", "unwrap_reason"]
@@ -51,20 +52,8 @@ def _close_cut(text: str) -> Any:
         return None
     open_: list[str] = []
     cuts: list[tuple[int, str]] = []  # (end of a whole element, the closers it needs)
-    in_string = escaped = False
-    for index in range(start, len(text)):
-        char = text[index]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            continue
-        if char == '"':
-            in_string = True
-        elif char in "{[":
+    for index, char in _syntax(text, start):
+        if char in "{[":
             open_.append("}" if char == "{" else "]")
         elif char in "}]":
             if not open_:
@@ -72,7 +61,7 @@ def _close_cut(text: str) -> Any:
             open_.pop()
             if not open_:
                 return None
-        elif char == ",":
+        else:
             cuts.append((index, "".join(reversed(open_))))
     if not open_:
         return None
@@ -120,20 +109,8 @@ def _balanced_blocks(text: str) -> list[str]:
     blocks: list[str] = []
     depth = 0
     start = -1
-    in_string = False
-    escaped = False
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            continue
-        if char == '"' and depth > 0:
-            in_string = True
-        elif char in "{[":
+    for index, char in _syntax(text):
+        if char in "{[":
             if depth == 0:
                 start = index
             depth += 1
@@ -142,3 +119,29 @@ def _balanced_blocks(text: str) -> list[str]:
             if depth == 0:
                 blocks.append(text[start : index + 1])
     return blocks
+
+
+def _syntax(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """The brackets and commas of `text` from `start` that lie outside JSON strings. A
+    quote opens a string only inside a bracket: prose around a block may quote freely."""
+    depth = 0
+    in_string = escaped = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = depth > 0
+        elif char in "{[":
+            depth += 1
+            yield index, char
+        elif char in "}]":
+            depth = max(0, depth - 1)
+            yield index, char
+        elif char == ",":
+            yield index, char
