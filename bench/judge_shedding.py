@@ -37,15 +37,11 @@ from typing import Any
 from bench.procs import Processes, ServerProcess, free_port
 from bench.realistic import _GATEWAY_YAML as _REALISTIC_YAML
 from bench.realistic import (
-    CHUNK_INTERVAL,
-    CHUNKS,
-    JITTER,
-    JUDGE_LATENCY,
-    UPSTREAM_TTFT,
     _fetch_json,
     _Load,
     _open_loop,
     _percentile,
+    _start_fake,
 )
 
 __all__ = ["Plan", "main", "markdown", "run", "slices"]
@@ -86,23 +82,6 @@ _CELLS = {  # name: (pipeline, batch_size)
 
 def _log(message: str) -> None:
     print(f"bench judge_shedding: {message}", file=sys.stderr, flush=True)
-
-
-def _start_fake(procs: Processes, work: Path, plan: Plan, role: str) -> ServerProcess:
-    """The upstream (every `biased_every`th answer biased) or the judge (limited to
-    `judge_rps`): a process each, as a judge is not served by the upstream's event loop,
-    whose streaming would bunch the judge's count of its calls."""
-    port = free_port()
-    argv = [
-        sys.executable, "-m", "bench.slow_fake", "--port", str(port), "--chunks", str(CHUNKS),
-        "--ttft", str(UPSTREAM_TTFT), "--chunk-interval", str(CHUNK_INTERVAL),
-        "--judge-latency", str(JUDGE_LATENCY), "--jitter", str(JITTER),
-    ]  # fmt: skip
-    if role == "judge":
-        argv += ["--judge-rps", str(plan.judge_rps)]
-    else:
-        argv += ["--biased-every", str(plan.biased_every)]
-    return procs.start(f"slow-{role}", argv, port=port, ready_path="/bench/stats", log_dir=work)
 
 
 def _start_gateway(
@@ -213,8 +192,12 @@ def run(plan: Plan, work: Path) -> dict[str, Any]:
     cells: list[dict[str, Any]] = []
     with Processes() as procs:
         for cell in plan.cells:
-            upstream = _start_fake(procs, work, plan, "upstream")
-            judge = _start_fake(procs, work, plan, "judge")  # fresh: its counts are the cell's
+            # A process each: a judge is not served by the upstream's event loop, whose
+            # streaming would bunch the judge's count of its calls.
+            upstream = _start_fake(
+                procs, work, "slow-upstream", judge_rps=None, biased_every=plan.biased_every
+            )
+            judge = _start_fake(procs, work, "slow-judge", judge_rps=plan.judge_rps)  # fresh
             gateway, store = _start_gateway(procs, work, plan, upstream, judge, cell)
             _log(f"{cell} at {plan.rate:g} req/s for {plan.duration:g} s")
             load = asyncio.run(

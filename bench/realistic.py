@@ -92,8 +92,10 @@ def _log(message: str) -> None:
 
 
 def _start_fake(
-    procs: Processes, work: Path, name: str, *, judge_rps: float | None
+    procs: Processes, work: Path, name: str, *, judge_rps: float | None, biased_every: int = 0
 ) -> ServerProcess:
+    """The slow fake: a judge limited to `judge_rps` calls a second (None: no limit), an
+    upstream whose every `biased_every`th answer is biased (0: none)."""
     port = free_port()
     argv = [
         sys.executable, "-m", "bench.slow_fake", "--port", str(port), "--chunks", str(CHUNKS),
@@ -102,6 +104,8 @@ def _start_fake(
     ]  # fmt: skip
     if judge_rps is not None:
         argv += ["--judge-rps", str(judge_rps)]
+    if biased_every:
+        argv += ["--biased-every", str(biased_every)]
     return procs.start(name, argv, port=port, ready_path="/bench/stats", log_dir=work)
 
 
