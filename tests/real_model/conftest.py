@@ -29,7 +29,7 @@ from gateway.server.app import create_app
 from tests.gateway.conftest import RunningGateway
 from tests.support.servers import ServerThread, free_port
 from tests.support.telemetry import Captured
-from tests.support.waiting import wait_for
+from tests.support.waiting import answering, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "real-model"
@@ -73,14 +73,7 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer
         )
     url = f"http://127.0.0.1:{port}/v1"
 
-    def ready() -> bool:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server exited with {process.returncode}: {log.read_text()}")
-        try:
-            return httpx.get(f"{url}/models", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
+    ready = answering(process, f"{url}/models", "the server", log.read_text)
     try:
         wait_for(ready, "the real model's server to answer", timeout=300, interval=0.2)
         server = os.environ.get("BIAS_REAL_MODEL_SERVER", "xllamacpp")

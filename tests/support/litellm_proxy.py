@@ -16,10 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from tests.support.servers import free_port
-from tests.support.waiting import wait_for
+from tests.support.waiting import answering, wait_for
 
 __all__ = ["STARTUP_SECONDS", "LiteLLMProxy", "start_litellm"]
 
@@ -67,14 +65,7 @@ def start_litellm(config: Path, log: Path) -> LiteLLMProxy:
         process = subprocess.Popen(argv, env=env, stdout=sink, stderr=subprocess.STDOUT)
     proxy = LiteLLMProxy(process, f"http://127.0.0.1:{port}", master_key, log)
 
-    def alive() -> bool:
-        if process.poll() is not None:
-            raise RuntimeError(f"litellm exited with {process.returncode}:\n{proxy.output()}")
-        try:
-            return httpx.get(f"{proxy.url}/health/liveliness", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
+    alive = answering(process, f"{proxy.url}/health/liveliness", "litellm", proxy.output)
     try:
         wait_for(alive, "the LiteLLM proxy to start", timeout=STARTUP_SECONDS, interval=0.5)
     except BaseException:

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.servers import free_port
-from tests.support.waiting import wait_for
+from tests.support.waiting import answering, wait_for
 
 __all__ = ["free_port", "gateway_command", "start_demo", "start_gateway", "start_scorer"]
 
@@ -64,15 +64,10 @@ def _start(
     name = "gateway" if subcommand == "serve" else subcommand
     url = f"http://127.0.0.1:{port}"
 
-    def ready() -> bool:
-        if process.poll() is not None:
-            output = process.stdout.read() if process.stdout else ""
-            raise RuntimeError(f"{name} exited with {process.returncode}: {output}")
-        try:
-            return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
-        except httpx.TransportError:
-            return False
+    def output() -> str:
+        return process.stdout.read() if process.stdout else ""
 
+    ready = answering(process, f"{url}/readyz", name, output)
     try:
         wait_for(ready, f"{name} to become ready", timeout=30, interval=0.05)
     except AssertionError:

@@ -8,11 +8,14 @@ machine without proving anything, and fails on a busy one.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["eventually", "wait_for"]
+import httpx
+
+__all__ = ["answering", "eventually", "wait_for"]
 
 T = TypeVar("T")
 
@@ -63,3 +66,21 @@ async def eventually(
 def _timed_out(message: Message, timeout: float) -> str:
     said = message() if callable(message) else message
     return f"timed out after {timeout:g} s waiting for {said}"
+
+
+def answering(
+    process: subprocess.Popen[Any], url: str, name: str, output: Callable[[], str]
+) -> Callable[[], bool]:
+    """A `wait_for` condition for a server started as `process`: `url` answers 200. If the
+    process exits first, `RuntimeError` with its `output()`, rather than waiting out the
+    timeout."""
+
+    def check() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited with {process.returncode}: {output()}")
+        try:
+            return httpx.get(url, timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    return check
