@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import re
+import threading
 import time
 import uuid
 from collections import deque
@@ -171,6 +172,10 @@ class FakeOpenAI:
         # test sees a concurrency bound reached, not merely kept.
         self.judge_gather = 0
         self._gathered: asyncio.Event | None = None
+        # Cleared by a test, every judge call waits (30 s at most) until it is set again: the
+        # test arranges a queue while the judge holds, then lets it go (no race with speed).
+        self.judge_open = threading.Event()
+        self.judge_open.set()
         self.rate_limited = 0  # 429s sent for judge_max_rps
 
     def fail(self, *faults: Fault) -> None:
@@ -203,6 +208,8 @@ class FakeOpenAI:
             try:
                 if self.judge_gather:
                     await self._gather()
+                if not self.judge_open.is_set():
+                    await asyncio.to_thread(self.judge_open.wait, 30)
                 return await self._answer_chat(step, body)
             finally:
                 if generation == self._generation:

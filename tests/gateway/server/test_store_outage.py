@@ -39,6 +39,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 OUTAGE_SECONDS = 15.0
 KEYS = {"monitor": "sk-monitor", "enforce": "sk-enforce"}
+# What these tests lose or keep is the store's; a judge call that a loaded, slower machine
+# answers late must not end its record `error`, so the judge gets time and a retry.
+PATIENT_JUDGE = {"timeout": 60, "max_retries": 2}
 
 
 def outage_config(path: Path, fake: FakeOpenAI, url: str) -> Path:
@@ -205,7 +208,7 @@ def test_connections_killed_under_load_are_made_again_and_nothing_is_lost(
 ) -> None:
     url = make_pg_url()
     fake_openai.unique_replies = True
-    settings = settings_for(fake_openai, tmp_path, store={"url": url})
+    settings = settings_for(fake_openai, tmp_path, store={"url": url}, judge=PATIENT_JUDGE)
     server = ServerThread(create_app(settings), lifespan="on").start()
     name = url.rsplit("/", 1)[1]
 
@@ -226,7 +229,14 @@ def test_connections_killed_under_load_are_made_again_and_nothing_is_lost(
         load.start()
         for _ in range(3):
             wait_for(lambda: len(load.run_ids) >= 10, "traffic", timeout=30)
-            assert asyncio.run(terminate()) >= 1
+            # The pool may hold no connection at one instant (between a drop and its
+            # reconnect): kill again until one was there to kill.
+            wait_for(
+                lambda: asyncio.run(terminate()) >= 1,
+                "a connection to kill",
+                timeout=30,
+                interval=0.2,
+            )
             after = len(load.run_ids) + 10
             wait_for(lambda: len(load.run_ids) >= after, "traffic after", timeout=30)  # noqa: B023
     finally:
@@ -296,7 +306,7 @@ def test_a_slow_database_cut_off_and_back_loses_nothing(
     url = make_pg_url()
     proxy = TcpProxy(pg_cluster.host, pg_cluster.port).start()
     proxied = url.replace(f":{pg_cluster.port}/", f":{proxy.port}/")
-    settings = settings_for(fake_openai, tmp_path, store={"url": proxied})
+    settings = settings_for(fake_openai, tmp_path, store={"url": proxied}, judge=PATIENT_JUDGE)
     server = ServerThread(create_app(settings), lifespan="on").start()
     proxy.delay = 0.1  # after the migrations, which are many round trips
     load = Load([server.url], rate=20)
