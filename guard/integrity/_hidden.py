@@ -92,9 +92,10 @@ def _styles(base: str) -> bool:
     """Whether a variation selector right after `base` is a style a reader sees."""
     if not base:
         return False
-    if unicodedata.category(base)[0] != "L":
+    kind = unicodedata.category(base)[0]
+    if kind not in "LM":
         return True  # emoji and other symbols, digits of a keycap
-    return script_of(base) in ("HAN", "MONGOLIAN")
+    return kind == "L" and script_of(base) in ("HAN", "MONGOLIAN")
 
 
 def _spaced(hidden: str, before: str, after: str) -> str:
@@ -126,6 +127,8 @@ def _kept(run: str, before: str, after: str) -> str:
         ):
             kept.append(char)
         index += 1
+    if hidden:  # the hidden text now stands between what a joiner would join
+        kept = [char for char in kept if char not in (_ZWJ, _ZWNJ)]
     return "".join(kept) + _spaced("".join(hidden), before, after)
 
 

@@ -26,12 +26,13 @@ from functools import cache
 
 from confusable_homoglyphs import confusables
 
-from guard.integrity._scripts import NEUTRAL, script_of, script_ranges
+from guard.integrity._scripts import NEUTRAL, mark_ranges, script_of, script_ranges
 from guard.integrity._shape import LETTERS, shape, table
 
 __all__ = ["fold"]
 
-_WORD = re.compile(r"[^\W\d_]+")
+# A word: letters, and the combining marks on them (which NFKC could not compose).
+_WORD = re.compile(f"[^\\W\\d_](?:[^\\W\\d_]|[{mark_ranges()}])*")
 # A letter outside ASCII; and the text's shape: ASCII letters, other characters, the rest.
 _OTHER_LETTER = re.compile(r"[^\x00-\x7f\W\d_]")
 _KINDS = table(" ", {"a": LETTERS, "u": "?"})

@@ -7,7 +7,7 @@ from functools import cache, lru_cache
 
 from confusable_homoglyphs import categories
 
-__all__ = ["NEUTRAL", "script_of", "script_ranges"]
+__all__ = ["NEUTRAL", "mark_ranges", "script_of", "script_ranges"]
 
 # Characters shared by every script (punctuation, digits) or taking their base's script
 # (combining marks): they say nothing about which script a word is in.
@@ -27,4 +27,15 @@ def script_ranges() -> tuple[tuple[int, int, str], ...]:
     names = data["iso_15924_aliases"]
     return tuple(
         (first, last, str(names[alias])) for first, last, alias, _ in data["code_points_ranges"]
+    )
+
+
+def mark_ranges() -> str:
+    """The combining marks of the BMP as the inside of a pattern's class ("\\u0300-\\u036f...")."""
+    data = categories.categories_data
+    names = data["categories"]
+    return "".join(
+        f"{chr(first)}-{chr(last)}"
+        for first, last, _, category in data["code_points_ranges"]
+        if str(names[category]).startswith("M") and last <= 0xFFFF
     )

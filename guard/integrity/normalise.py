@@ -18,7 +18,8 @@ are undone. `judged_view` applies, in this order:
    the script of their word (`"confusables"`; `guard.integrity._lookalikes`), digits
    and signs inside words read as letters (`"digits"`; `guard.integrity._spelling`).
 
-A last NFKC pass catches a letter and mark that a removed character kept apart.
+NFKC runs again after the steps that remove or replace characters, since a removed
+character may have kept a letter and its mark apart.
 `JudgedView.applied` names the steps that changed the text, in `NORMALISATIONS`'
 order. Ordinary text comes back as the same string with nothing applied; ASCII text
 skips the character steps, which cannot change it.
@@ -62,6 +63,9 @@ def _nfkc(text: str) -> str:
 
 _Step = tuple[Normalisation, Callable[[str], str]]
 _CHARACTER_STEPS: tuple[_Step, ...] = (("nfkc", _nfkc), ("bidi", resolve), ("invisible", reveal))
+# A fold can make a new word for another ("W 0 m e n" -> "W0men" -> "Women"): the word
+# steps run again while they change something, a few rounds at most.
+_WORD_ROUNDS = 3
 _WORD_STEPS: tuple[_Step, ...] = (
     ("spacing", join_spaced),
     ("confusables", fold),
@@ -72,7 +76,9 @@ _WORD_STEPS: tuple[_Step, ...] = (
 def _characters(text: str, applied: set[Normalisation]) -> str:
     if text.isascii() or (unicodedata.is_normalized("NFKC", text) and not may_hide(text)):
         return text
-    return _run(_CHARACTER_STEPS, text, applied)
+    revealed = _run(_CHARACTER_STEPS, text, applied)
+    # A removed character may have kept a letter and its mark apart.
+    return _run(_CHARACTER_STEPS[:1], revealed, applied)
 
 
 def _run(steps: tuple[_Step, ...], text: str, applied: set[Normalisation]) -> str:
@@ -92,7 +98,11 @@ def judged_view(text: str) -> JudgedView:
     if encodings:
         applied |= encodings
         view = _characters(decoded, applied)
-    view = _run(_WORD_STEPS, view, applied)
+    for _ in range(_WORD_ROUNDS):
+        folded = _run(_WORD_STEPS, view, applied)
+        if folded is view:
+            break
+        view = folded
     if not applied:
         return JudgedView(text, ())
     view = _run(_CHARACTER_STEPS[:1], view, applied)
