@@ -78,7 +78,8 @@ def _clusters(paragraph: str) -> list[str]:
     return clusters
 
 
-def _tree(paragraph: str) -> _Run:
+def _tree(paragraph: str) -> tuple[_Run, bool]:
+    """The paragraph's runs, and whether every run opened in it was closed."""
     root = _Run(direction=None)
     stack = [root]
     ignored = 0  # openers past MAX_DEPTH, whose closers are ignored too
@@ -100,7 +101,7 @@ def _tree(paragraph: str) -> _Run:
                     pass
         elif cluster not in _MARKS:
             stack[-1].items.append(cluster)
-    return root
+    return root, len(stack) == 1 and not ignored
 
 
 def _direction(text: str) -> str:
@@ -131,4 +132,15 @@ def resolve(text: str) -> str:
     if _CONTROL.search(text) is None:
         return text
     pieces = _PARAGRAPHS.split(text)
-    return "".join(_flat(_tree(piece)) if _CONTROL.search(piece) else piece for piece in pieces)
+    return "".join(_resolved(piece) if _CONTROL.search(piece) else piece for piece in pieces)
+
+
+def _resolved(paragraph: str) -> str:
+    """One paragraph resolved; text outside its controls' reach is left as it is."""
+    first = _CONTROL.search(paragraph)
+    assert first is not None
+    last = max(match.end() for match in _CONTROL.finditer(paragraph, first.start()))
+    middle, closed = _tree(paragraph[first.start() : last])
+    if closed:
+        return paragraph[: first.start()] + _flat(middle) + paragraph[last:]
+    return paragraph[: first.start()] + _flat(_tree(paragraph[first.start() :])[0])

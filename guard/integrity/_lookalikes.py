@@ -133,13 +133,16 @@ def _fold_word(match: re.Match[str]) -> str:
 
 
 def _beside_ascii(text: str) -> Iterator[tuple[int, int]]:
-    """The stretches of `text` where an ASCII letter touches another character."""
+    """The stretches of `text` where an ASCII letter touches a letter outside ASCII."""
     kinds = shape(text, _KINDS)
     end = 0
     while True:
         hits = [at for at in (kinds.find(b"au", end), kinds.find(b"ua", end)) if at >= 0]
         if not hits:
             return
+        if not (text[min(hits)].isalpha() and text[min(hits) + 1].isalpha()):
+            end = min(hits) + 1  # punctuation (quotes, dashes) beside a letter
+            continue
         end = kinds.find(b" ", min(hits))
         end = len(kinds) if end < 0 else end
         yield kinds.rfind(b" ", 0, min(hits)) + 1, end
@@ -172,8 +175,8 @@ def fold(text: str) -> str:
     >>> fold("W\\u043emen are strong")
     'Women are strong'
     """
-    if text.isascii():
-        return text
+    if text.isascii() or _OTHER_LETTER.search(text) is None:
+        return text  # no letter outside ASCII: typographic quotes and dashes at most
     if _has_two_scripts(text):
         folded = _WORD.sub(_fold_word, text)
     else:
