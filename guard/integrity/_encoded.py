@@ -1,0 +1,133 @@
+"""Base64 and hex runs that decode to readable text, judged as that text.
+
+A judge shown "V29tZW4gYXJlIHRvbyBlbW90aW9uYWw=" sees a blob, and the model that
+wrote it, or the agent that reads it, sees a sentence. A run is decoded when:
+
+- it is one unbroken run of 16..`LONGEST` characters of the base64 alphabet
+  (standard or URL-safe, not both, padding allowed), or of hex digits (even
+  length, "0x" allowed), or eight or more hex bytes set apart by spaces or colons
+  ("57 6f 6d 65 6e ...");
+- its bytes are UTF-8 text of printable characters (tabs and line breaks allowed),
+  at least half of its visible characters letters.
+
+A run that is all hex digits is read as hex only. Hashes, UUIDs, keys and random
+tokens decode to bytes that are not such text, so they stay as they are; so do
+JWTs, whose JSON is mostly punctuation. Decoding is one level: decoded text is not
+decoded again. The runs of one text are tried until `MOST_CHARS` characters of them
+have been: a bound on the work, not on where in an answer a run may hide.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import unicodedata
+from typing import Literal
+
+from guard.integrity._shape import LETTERS, shape, table
+
+__all__ = ["LONGEST", "MOST_CHARS", "Encoding", "decode_runs"]
+
+Encoding = Literal["base64", "hex"]
+
+LONGEST = 8192
+MOST_CHARS = 65536
+
+# Runs are found in the text's shape (`guard.integrity._shape`): a run of base64 is a
+# run of "a" at least `_SHORTEST` long; hex bytes set apart are "hh:hh:...".
+_SHORTEST = b"a" * 16
+_RUN_SHAPE = table(" ", {"a": f"{LETTERS}0123456789+/_=-"})
+_PAIRS_SHAPE = table(".", {"h": "0123456789abcdefABCDEF", ":": " :"})
+_PAIRS_HINT = b"hh:" * 7 + b"hh"
+_PAIRS = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{2}[ :]){7,}[0-9A-Fa-f]{2}(?![\w:])")
+_HEX = re.compile(r"(?:0x)?((?:[0-9A-Fa-f]{2})+)")
+_STANDARD = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+_URL_SAFE = re.compile(r"[A-Za-z0-9_-]+={0,2}")
+
+
+def _readable(data: bytes) -> str | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    visible = [char for char in text if not char.isspace()]
+    if len(visible) < 4 or not all(
+        char.isprintable() or char in "\t\n\r" or unicodedata.category(char) == "Cf"
+        for char in text
+    ):
+        return None
+    letters = sum(char.isalpha() for char in visible)
+    return text if letters * 2 >= len(visible) else None
+
+
+def _from_base64(run: str) -> str | None:
+    if _STANDARD.fullmatch(run):
+        altchars = b"+/"
+    elif _URL_SAFE.fullmatch(run):
+        altchars = b"-_"
+    else:
+        return None
+    body = run.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    try:
+        data = base64.b64decode(body + "=" * (-len(body) % 4), altchars=altchars, validate=True)
+    except binascii.Error:
+        return None
+    return _readable(data)
+
+
+def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
+    if pairs:
+        text = _readable(bytes.fromhex(re.sub("[ :]", "", run)))
+        return None if text is None else (text, "hex")
+    if hexadecimal := _HEX.fullmatch(run):
+        text = _readable(bytes.fromhex(hexadecimal.group(1)))
+        return None if text is None else (text, "hex")
+    if re.fullmatch("(?:0x)?[0-9A-Fa-f]+", run):
+        return None  # odd-length hex: a number or an id, not text
+    text = _from_base64(run)
+    return None if text is None else (text, "base64")
+
+
+def _runs(text: str) -> list[tuple[int, int, bool]]:
+    """Where the candidate runs are: (start, end, whether it is hex bytes set apart)."""
+    found: list[tuple[int, int, bool]] = []
+    runs = shape(text, _RUN_SHAPE)
+    at = runs.find(_SHORTEST)
+    while at >= 0:
+        end = runs.find(b" ", at)
+        end = len(runs) if end < 0 else end
+        found.append((runs.rfind(b" ", 0, at) + 1, end, False))
+        at = runs.find(_SHORTEST, end)
+    if _PAIRS_HINT in shape(text, _PAIRS_SHAPE):
+        found += [(match.start(), match.end(), True) for match in _PAIRS.finditer(text)]
+    return sorted(found)
+
+
+def decode_runs(text: str) -> tuple[str, frozenset[Encoding]]:
+    """`text` with its encoded runs replaced by their text, and which encodings they were.
+
+    >>> decode_runs("says V29tZW4gYXJlIHRvbyBlbW90aW9uYWw=")
+    ('says Women are too emotional', frozenset({'base64'}))
+    """
+    found: set[Encoding] = set()
+    pieces: list[str] = []
+    last = tried = 0
+    for start, end, pairs in _runs(text):
+        tried += end - start
+        if tried > MOST_CHARS:
+            break
+        decoded = (
+            None if start < last or end - start > LONGEST else _decoded(text[start:end], pairs)
+        )
+        if decoded is None:
+            continue
+        pieces += [text[last:start], decoded[0]]
+        found.add(decoded[1])
+        last = end
+    if not found:
+        return text, frozenset()
+    pieces.append(text[last:])
+    return "".join(pieces), frozenset(found)

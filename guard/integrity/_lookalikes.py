@@ -1,0 +1,189 @@
+"""Look-alike letters folded to the script of the word they sit in.
+
+"Women" spelled with a Cyrillic o (U+043E) reads as "Women" to a person and as a rare token to a
+model. Which letters look alike is Unicode's confusables data (UTS #39, from
+confusables.txt) as confusable-homoglyphs ships it: each entry links a character
+to its prototype, so the characters linked to one prototype form a class of
+look-alikes. Within a word whose letters come from two or more scripts, every
+letter outside the word's script is replaced by its look-alike in that script,
+when the class has one (same case first, then ASCII, then the lowest code point).
+
+The word's script is the one that the most letters can be read in (its own letters
+and those with a look-alike in it), then the one with the most letters of its own,
+then Latin. Words wholly in one script stay as they are: Russian "женщины" and Greek
+"γυναίκες" are words, not disguises. Han, Hiragana, Katakana, Hangul and Bopomofo
+count as one script, since Japanese and Korean mix them in one word, and a word
+mostly in them stays as it is ("Tシャツ").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterator
+from functools import cache
+
+from confusable_homoglyphs import confusables
+
+from guard.integrity._scripts import NEUTRAL, mark_ranges, script_of, script_ranges
+from guard.integrity._shape import LETTERS, shape, table
+
+__all__ = ["fold"]
+
+# A word: letters, and the combining marks on them (which NFKC could not compose).
+_WORD = re.compile(f"[^\\W\\d_](?:[^\\W\\d_]|[{mark_ranges()}])*")
+# A letter outside ASCII; and the text's shape: ASCII letters, other characters, the rest.
+_OTHER_LETTER = re.compile(r"[^\x00-\x7f\W\d_]")
+_KINDS = table(" ", {"a": LETTERS, "u": "?"})
+_EAST_ASIAN = frozenset({"HAN", "HIRAGANA", "KATAKANA", "HANGUL", "BOPOMOFO"})
+
+
+def _group(script: str) -> str:
+    return "EAST_ASIAN" if script in _EAST_ASIAN else script
+
+
+@cache
+def _classes() -> dict[str, frozenset[str]]:
+    """Each character in the confusables data -> the characters that look like it.
+
+    Built once, on the first mixed-script word, from the linked pairs of single
+    characters (a union-find over the data's links).
+    """
+    parent: dict[str, str] = {}
+
+    def root(char: str) -> str:
+        while parent.setdefault(char, char) != char:
+            parent[char] = parent[parent[char]]
+            char = parent[char]
+        return char
+
+    for char, links in confusables.confusables_data.items():
+        for link in links:
+            if len(char) == 1 and len(link["c"]) == 1:
+                parent[root(link["c"])] = root(char)
+    members: dict[str, set[str]] = {}
+    for char in parent:
+        members.setdefault(root(char), set()).add(char)
+    return {char: frozenset(members[root(char)]) for char in parent}
+
+
+def _fits(candidate: str, script: str) -> bool:
+    return (
+        candidate.isalpha()
+        and script_of(candidate) == script
+        and unicodedata.normalize("NFKC", candidate) == candidate
+    )
+
+
+@cache
+def _lookalike(char: str, script: str) -> str | None:
+    """The letter of `script` that looks like `char`, if the confusables data has one."""
+    alike = _classes().get(char)
+    if alike is None:
+        # A letter with a diacritic: fold its base, keep the marks (Cyrillic ё -> ë).
+        decomposed = unicodedata.normalize("NFD", char)
+        base, marks = decomposed[0], decomposed[1:]
+        folded = _lookalike(base, script) if marks else None
+        return None if folded is None else unicodedata.normalize("NFC", folded + marks)
+    candidates = [other for other in alike if other != char and _fits(other, script)]
+    if not candidates:
+        return None
+
+    def preference(other: str) -> tuple[bool, bool, int]:
+        same_case = other.isupper() == char.isupper() and other.islower() == char.islower()
+        return (not same_case, not other.isascii(), ord(other))
+
+    return min(candidates, key=preference)
+
+
+def _target(letters: Counter[str]) -> str | None:
+    """The script of a mixed word (see the module's docstring), or None to leave it."""
+    scripts: Counter[str] = Counter()
+    for char, count in letters.items():
+        scripts[script_of(char)] += count
+    for neutral in NEUTRAL:
+        del scripts[neutral]
+    if len({_group(script) for script in scripts}) < 2:
+        return None
+
+    def readable(script: str) -> tuple[int, int, bool]:
+        legible = sum(
+            count
+            for char, count in letters.items()
+            if script_of(char) == script or _lookalike(char, script) is not None
+        )
+        return (legible, scripts[script], script == "LATIN")
+
+    best = max(scripts, key=readable)
+    return None if best in _EAST_ASIAN else best
+
+
+def _fold_word(match: re.Match[str]) -> str:
+    word = match.group()
+    if word.isascii():
+        return word
+    script = _target(Counter(word))
+    if script is None:
+        return word
+    return "".join(
+        char if script_of(char) in (script, *NEUTRAL) else (_lookalike(char, script) or char)
+        for char in word
+    )
+
+
+def _beside_ascii(text: str) -> Iterator[tuple[int, int]]:
+    """The stretches of `text` where an ASCII letter touches a letter outside ASCII."""
+    kinds = shape(text, _KINDS)
+    end = 0
+    while True:
+        hits = [at for at in (kinds.find(b"au", end), kinds.find(b"ua", end)) if at >= 0]
+        if not hits:
+            return
+        if not (text[min(hits)].isalpha() and text[min(hits) + 1].isalpha()):
+            end = min(hits) + 1  # punctuation (quotes, dashes) beside a letter
+            continue
+        end = kinds.find(b" ", min(hits))
+        end = len(kinds) if end < 0 else end
+        yield kinds.rfind(b" ", 0, min(hits)) + 1, end
+
+
+def _has_two_scripts(text: str) -> bool:
+    """Whether `text` has letters outside ASCII of two scripts (or groups)."""
+    first = _OTHER_LETTER.search(text)
+    if first is None:
+        return False
+    script = script_of(first.group())
+    return _letters_outside(_group(script)).search(text, first.end()) is not None
+
+
+@cache
+def _letters_outside(group: str) -> re.Pattern[str]:
+    """A pattern for a letter outside ASCII that is not of `group`'s scripts."""
+    scripts = _EAST_ASIAN if group == "EAST_ASIAN" else {group}
+    ranges = "".join(
+        f"{re.escape(chr(first))}-{re.escape(chr(last))}"
+        for first, last, script in script_ranges()
+        if script in scripts and last <= 0xFFFF  # a class of BMP ranges is a quick one
+    )
+    return re.compile(f"[^\\x00-\\x7f\\W\\d_{ranges}]")
+
+
+def fold(text: str) -> str:
+    """`text` with the look-alike letters of mixed-script words folded.
+
+    >>> fold("W\\u043emen are strong")
+    'Women are strong'
+    """
+    if text.isascii() or _OTHER_LETTER.search(text) is None:
+        return text  # no letter outside ASCII: typographic quotes and dashes at most
+    if _has_two_scripts(text):
+        folded = _WORD.sub(_fold_word, text)
+    else:
+        pieces: list[str] = []
+        last = 0
+        for start, end in _beside_ascii(text):
+            pieces += [text[last:start], _WORD.sub(_fold_word, text[start:end])]
+            last = end
+        folded = "".join([*pieces, text[last:]])
+    return text if folded == text else folded

@@ -1,0 +1,109 @@
+"""The judged view: what a judge reads of an answer, which is what a person would see.
+
+The client always gets the upstream's bytes; the judge reads a view of them in which
+the tricks that hide text from a judge, or show it a different text than a reader,
+are undone. `judged_view` applies, in this order:
+
+1. NFKC (`"nfkc"`): fullwidth and mathematical letters (U+FF37, U+1D416) and other
+   compatibility forms become the letters they show.
+2. Bidirectional controls resolved (`"bidi"`): the text in the order a reader sees
+   it, without overrides, embeddings, isolates or marks (`guard.integrity._bidi`).
+3. Invisible characters removed (`"invisible"`), except inside emoji sequences and
+   the scripts that shape with joiners; hidden tag text decoded in its place
+   (`guard.integrity._hidden`).
+4. Base64 and hex runs that decode to readable text replaced by it (`"base64"`,
+   `"hex"`; `guard.integrity._encoded`), one level deep; steps 1..3 then read the
+   decoded text too.
+5. Letters spelled out one by one joined (`"spacing"`), look-alike letters folded to
+   the script of their word (`"confusables"`; `guard.integrity._lookalikes`), digits
+   and signs inside words read as letters (`"digits"`; `guard.integrity._spelling`).
+
+NFKC runs again after the steps that remove or replace characters, since a removed
+character may have kept a letter and its mark apart.
+`JudgedView.applied` names the steps that changed the text, in `NORMALISATIONS`'
+order. Ordinary text comes back as the same string with nothing applied; ASCII text
+skips the character steps, which cannot change it.
+
+    >>> judged_view("\\uff37\\uff4fmen are 1azy")
+    JudgedView(text='Women are lazy', applied=('nfkc', 'digits'))
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from guard.integrity._bidi import resolve
+from guard.integrity._encoded import decode_runs
+from guard.integrity._hidden import may_hide, reveal
+from guard.integrity._lookalikes import fold
+from guard.integrity._spelling import fold_digits, join_spaced
+
+__all__ = ["NORMALISATIONS", "JudgedView", "Normalisation", "judged_view"]
+
+Normalisation = Literal[
+    "nfkc", "invisible", "bidi", "confusables", "digits", "spacing", "base64", "hex"
+]
+NORMALISATIONS: tuple[Normalisation, ...] = get_args(Normalisation)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedView:
+    """The text a judge reads, and the normalisations that made it (`Normalisation`s)."""
+
+    text: str
+    applied: tuple[str, ...]
+
+
+def _nfkc(text: str) -> str:
+    return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
+
+
+_Step = tuple[Normalisation, Callable[[str], str]]
+_CHARACTER_STEPS: tuple[_Step, ...] = (("nfkc", _nfkc), ("bidi", resolve), ("invisible", reveal))
+# A fold can make a new word for another ("W 0 m e n" -> "W0men" -> "Women"): the word
+# steps run again while they change something, a few rounds at most.
+_WORD_ROUNDS = 3
+_WORD_STEPS: tuple[_Step, ...] = (
+    ("spacing", join_spaced),
+    ("confusables", fold),
+    ("digits", fold_digits),
+)
+
+
+def _characters(text: str, applied: set[Normalisation]) -> str:
+    if text.isascii() or (unicodedata.is_normalized("NFKC", text) and not may_hide(text)):
+        return text
+    revealed = _run(_CHARACTER_STEPS, text, applied)
+    # A removed character may have kept a letter and its mark apart.
+    return _run(_CHARACTER_STEPS[:1], revealed, applied)
+
+
+def _run(steps: tuple[_Step, ...], text: str, applied: set[Normalisation]) -> str:
+    for name, step in steps:
+        changed = step(text)
+        if changed is not text:
+            applied.add(name)
+            text = changed
+    return text
+
+
+def judged_view(text: str) -> JudgedView:
+    """What a judge should read of `text` (see the module's docstring)."""
+    applied: set[Normalisation] = set()
+    view = _characters(text, applied)
+    decoded, encodings = decode_runs(view)
+    if encodings:
+        applied |= encodings
+        view = _characters(decoded, applied)
+    for _ in range(_WORD_ROUNDS):
+        folded = _run(_WORD_STEPS, view, applied)
+        if folded is view:
+            break
+        view = folded
+    if not applied:
+        return JudgedView(text, ())
+    view = _run(_CHARACTER_STEPS[:1], view, applied)
+    return JudgedView(view, tuple(name for name in NORMALISATIONS if name in applied))
