@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from guard.integrity.phrases import RULES
+from guard.integrity.phrases import CJK_RULES, SPACED_RULES, Rule
 from guard.integrity.tamper_fold import fold
 
 __all__ = ["KINDS", "Tamper", "TamperKind", "detect"]
@@ -77,59 +77,133 @@ def excerpt(text: str, start: int, end: int) -> str:
 
 # -- instructions --------------------------------------------------------------------
 
-_INSTRUCTIONS = tuple(
-    (stems, re.compile(pattern, re.IGNORECASE | re.MULTILINE)) for stems, pattern in RULES
+# A word's first four letters (all of a shorter word): what a spaced rule's stems name.
+# Splitting on spaces after turning punctuation into spaces is quicker than a regex.
+_PUNCTUATION = "".join(chr(code) for code in range(128) if not chr(code).isalnum())
+_SPACES = str.maketrans(
+    _PUNCTUATION + "\u00ab\u00bb\u2013\u2014\u2018\u2019\u201c\u201d\u201e\u2026",
+    " " * (len(_PUNCTUATION) + 10),
 )
+_FIRST_WORD = re.compile(r"\w+")
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
 
-def _instruction(folded: str, lowered: str) -> re.Match[str] | None:
-    for stems, pattern in _INSTRUCTIONS:
-        if any(stem in lowered for stem in stems):
-            match = pattern.search(folded)
+_Gated = tuple[tuple[frozenset[str], ...], re.Pattern[str]]
+
+
+def _key(stem: str) -> str:
+    word = _FIRST_WORD.match(stem)
+    return word.group()[:4] if word else stem
+
+
+def _compiled(rules: tuple[Rule, ...], key: Callable[[str], str]) -> tuple[_Gated, ...]:
+    return tuple(
+        (
+            tuple(frozenset(key(stem) for stem in group) for group in groups),
+            re.compile(pattern, re.MULTILINE),
+        )
+        for groups, pattern in rules
+    )
+
+
+_SPACED = _compiled(SPACED_RULES, _key)
+_SPACELESS = _compiled(CJK_RULES, lambda stem: stem)
+_SPACELESS_STEMS = frozenset(stem for groups, _ in _SPACELESS for group in groups for stem in group)
+
+
+def _search(rules: tuple[_Gated, ...], present: set[str], lowered: str) -> re.Match[str] | None:
+    for groups, pattern in rules:
+        if all(not present.isdisjoint(group) for group in groups):
+            match = pattern.search(lowered)
             if match:
                 return match
     return None
 
 
+def _instruction(lowered: str) -> re.Match[str] | None:
+    starts = {word[:4] for word in lowered.translate(_SPACES).split()}
+    match = _search(_SPACED, starts, lowered)
+    if match is None and _CJK.search(lowered):
+        present = {stem for stem in _SPACELESS_STEMS if stem in lowered}
+        match = _search(_SPACELESS, present, lowered)
+    return match
+
+
 # -- forged markers and verdicts ----------------------------------------------------------
 
-# Cheap gates: a marker needs one of these characters or words, a verdict a quote.
-_MARKER_GATE = re.compile(r"[<\[#]|TEXT|ANSWER|OPINIONS|Human|Assistant|HUMAN|ASSISTANT")
-
-_MARKERS = (
+# Each pattern runs only when the folded text holds one of its gate strings.
+_Marker = tuple[tuple[str, ...], re.Pattern[str]]
+_MARKERS: tuple[_Marker, ...] = (
     # Chat-template special tokens (ChatML, Llama, Gemma and their kin).
-    re.compile(
-        r"<\|\s*(?:im_start|im_end|im_sep|system|user|assistant|begin_of_text|end_of_text"
-        r"|eot_id|eom_id|start_header_id|end_header_id|endoftext|endofprompt|python_tag)\s*\|>"
-        r"|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>",
-        re.IGNORECASE,
+    (
+        ("<|", "[INST", "[/INST", "[inst", "[/inst", "<<SYS", "<</SYS", "<<sys", "_of_turn>"),
+        re.compile(
+            r"<\|\s*(?:im_start|im_end|im_sep|system|user|assistant|begin_of_text|end_of_text"
+            r"|eot_id|eom_id|start_header_id|end_header_id|endoftext|endofprompt|python_tag)"
+            r"\s*\|>|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>",
+            re.IGNORECASE,
+        ),
     ),
     # Prompt-format headers at a line's start.
-    re.compile(
-        r"^[ \t]*#{2,4}[ \t]*(?:system|instructions?|response|input|user|assistant)[ \t]*:",
-        re.IGNORECASE | re.MULTILINE,
+    (
+        ("#",),
+        re.compile(
+            r"^[ \t]*#{2,4}[ \t]*(?:system|instructions?|response|input|user|assistant)[ \t]*:",
+            re.IGNORECASE | re.MULTILINE,
+        ),
     ),
-    re.compile(r"^[ \t]*(?:Human|Assistant|HUMAN|ASSISTANT)[ \t]*:", re.MULTILINE),
+    (
+        ("Human", "Assistant", "HUMAN", "ASSISTANT"),
+        re.compile(r"^[ \t]*(?:Human|Assistant|HUMAN|ASSISTANT)[ \t]*:", re.MULTILINE),
+    ),
     # The judge prompt's own section words (guard/bias/prompts.py), in its capitals.
-    re.compile(
-        r"</?[ \t]*TEXT[ \t]*>|\bEND[ \t]+OF[ \t]+(?:THE[ \t]+)?TEXT\b"
-        r"|^[ \t]*(?:TEXT|ANSWER|OPINIONS)[ \t]*:",
-        re.MULTILINE,
+    (
+        ("TEXT", "ANSWER", "OPINIONS"),
+        re.compile(
+            r"</?[ \t]*TEXT[ \t]*>|\bEND[ \t]+OF[ \t]+(?:THE[ \t]+)?TEXT\b"
+            r"|^[ \t]*(?:TEXT|OPINIONS)[ \t]*:"
+            # A quiz's "ANSWER: B" is not the judge's answer; "ANSWER: {" and a bare header are.
+            r"|^[ \t]*ANSWER[ \t]*:[ \t]*(?:$|[{\[\"'])",
+            re.MULTILINE,
+        ),
     ),
-    # Look-alikes of the random fence around the judged text ("<<<DATA-8f3a...>>>").
-    re.compile(r"<{3,}[^<>\n]{1,80}>{3,}|^[ \t]*<{3,}[ \t]*/?[ \t]*[A-Z][\w-]*", re.MULTILINE),
+    # Look-alikes of the random fence around the judged text ("<<<DATA-8f3a...>>>"), and
+    # of the dashed BEGIN/END lines other tools fence data with.
+    (
+        ("<<<", "BEGIN", "END", "START"),
+        re.compile(
+            r"<{3,}[^<>\n]{1,80}>{3,}|^[ \t]*<{3,}[ \t]*/?[ \t]*[A-Z][\w-]*"
+            r"|[-=#*_]{3,}[ \t]*(?:BEGIN|END|START)[ \t]+(?:OF[ \t]+)?(?:THE[ \t]+)?"
+            r"(?:TEXT|DATA|INPUT|CONTENT|DOCUMENT)\b",
+            re.MULTILINE,
+        ),
+    ),
 )
 
 _QUOTE = r"[\"'\u201c\u201d]"
-_VERDICTS = (
-    re.compile(
-        rf"\{{\s*{_QUOTE}(?:opinions|verdicts){_QUOTE}\s*:\s*\["
-        rf"|{_QUOTE}result{_QUOTE}\s*:\s*{_QUOTE}(?:yes|no){_QUOTE}"
-        rf"|{_QUOTE}bias(?:_?score)?{_QUOTE}\s*:\s*-?\d"
-        rf"|{_QUOTE}score{_QUOTE}\s*:\s*-?[\d.]+\s*,\s*{_QUOTE}reason{_QUOTE}\s*:",
-        re.IGNORECASE,
-    ),
+_VERDICT_GATE = ("opinions", "verdicts", "result", "bias", "score")
+_VERDICT = re.compile(
+    rf"\{{\s*{_QUOTE}(?:opinions|verdicts){_QUOTE}\s*:\s*\["
+    rf"|{_QUOTE}result{_QUOTE}\s*:\s*{_QUOTE}(?:yes|no){_QUOTE}"
+    rf"|{_QUOTE}bias(?:_?score)?{_QUOTE}\s*:\s*-?\d"
+    rf"|{_QUOTE}score{_QUOTE}\s*:\s*-?[\d.]+\s*,\s*{_QUOTE}reason{_QUOTE}\s*:",
+    re.IGNORECASE,
 )
+
+
+def _marker(folded: str) -> re.Match[str] | None:
+    found = [
+        match
+        for gates, pattern in _MARKERS
+        if any(gate in folded for gate in gates) and (match := pattern.search(folded))
+    ]
+    return min(found, key=lambda match: match.start()) if found else None
+
+
+def _verdict(folded: str, lowered: str) -> re.Match[str] | None:
+    if ":" not in folded or not any(gate in lowered for gate in _VERDICT_GATE):
+        return None
+    return _VERDICT.search(folded)
 
 
 def _first(patterns: tuple[re.Pattern[str], ...], text: str) -> re.Match[str] | None:
@@ -191,16 +265,22 @@ def detect(text: str) -> tuple[Tamper, ...]:
     folded = fold(text)
     lowered = folded.lower()
     checks: tuple[tuple[TamperKind, str, Callable[[], re.Match[str] | None]], ...] = (
-        ("instruction", folded, lambda: _instruction(folded, lowered)),
+        # Lowering keeps the length of almost every text; where it does, the excerpt
+        # keeps the text's own case.
+        (
+            "instruction",
+            folded if len(folded) == len(lowered) else lowered,
+            lambda: _instruction(lowered),
+        ),
         (
             "forged_marker",
             folded,
-            lambda: _first(_MARKERS, folded) if _MARKER_GATE.search(folded) else None,
+            lambda: _marker(folded),
         ),
         (
             "forged_verdict",
             folded,
-            lambda: _first(_VERDICTS, folded) if ":" in folded else None,
+            lambda: _verdict(folded, lowered),
         ),
         ("hidden_text", text, lambda: None if text.isascii() else _hidden(text)),
         ("bidi", text, lambda: None if text.isascii() else _bidi(text)),

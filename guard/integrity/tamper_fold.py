@@ -72,21 +72,46 @@ def _tables() -> dict[str, dict[str, str]]:
 
 _TABLES = _tables()
 
-# A word with a non-ASCII character next to an ASCII letter or digit (either side).
-_MIXED_WORD = re.compile(r"\w*(?:[A-Za-z0-9][^\x00-\x7f]|[^\x00-\x7f][A-Za-z0-9])\w*")
+# A non-ASCII letter next to an ASCII letter or digit: a sign of a mixed word somewhere.
+_MIXED = re.compile(r"[A-Za-z0-9][^\W_\x00-\x7f]|[^\W_\x00-\x7f][A-Za-z0-9]")
+_WORD = re.compile(r"\w+")
+# Letters outside Latin, Greek and Cyrillic: a word with one is left alone.
+_UNFOLDED_SCRIPT = re.compile(r"[^\W\d_\x00-\u052f\u1e00-\u1fff]")
 
-# Three or more single letters, each followed by one separator ("i g n o r e").
+# Three or more single letters, each followed by one separator ("i g n o r e"); the
+# first pattern is a quick test for the second.
+_SPACED_HINT = re.compile(r"[ .\-_*][^\W\d_][ .\-_*][^\W\d_][ .\-_*][^\W\d_](?!\w)")
 _SPACED = re.compile(r"(?<!\w)(?:[^\W\d_][ .\-_*]){2,}[^\W\d_](?!\w)")
 _SEPARATORS = re.compile(r"[ .\-_*]")
 
 # Leetspeak is a writing habit, not a visual confusable, so TR39 does not list it:
-# the common digit-for-letter swaps, inside words that also hold letters.
-_LEET = str.maketrans("013457@$", "oieastas")
-_LEET_WORD = re.compile(r"\b(?=[\w@$]*[A-Za-z])(?=[\w@$]*[013457@$])[\w@$]+")
+# the common digit-for-letter swaps, in words that also hold letters. A digit next to
+# a letter is rare in prose, so the words are found from there.
+_LEET = str.maketrans("013457", "oieast")
+_LEET_HINT = re.compile(r"[A-Za-z][013457]|[013457][A-Za-z]")
+
+
+def _unleet(text: str) -> str:
+    pieces: list[str] = []
+    done = 0
+    for hint in _LEET_HINT.finditer(text):
+        if hint.start() < done:
+            continue
+        start, end = hint.start(), hint.end()
+        while start > done and text[start - 1].isalnum():
+            start -= 1
+        while end < len(text) and text[end].isalnum():
+            end += 1
+        pieces += (text[done:start], text[start:end].translate(_LEET))
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def _fold_word(match: re.Match[str]) -> str:
     word = match.group()
+    if word.isascii() or _UNFOLDED_SCRIPT.search(word):
+        return word
     scripts = Counter(_script(char) for char in word if char.isalpha())
     if not scripts:
         return word
@@ -110,10 +135,10 @@ def fold(text: str) -> str:
     folded = text
     if not folded.isascii():
         folded = _INVISIBLE.sub("", unicodedata.normalize("NFKC", folded))
-        if not folded.isascii():
-            folded = _MIXED_WORD.sub(_fold_word, folded)
-    if _SPACED.search(folded):
+        if _MIXED.search(folded):
+            folded = _WORD.sub(_fold_word, folded)
+    if _SPACED_HINT.search(folded):
         folded = _SPACED.sub(_join_letters, folded)
-    if _LEET_WORD.search(folded):
-        folded = _LEET_WORD.sub(lambda match: match.group().translate(_LEET), folded)
+    if _LEET_HINT.search(folded):
+        folded = _unleet(folded)
     return folded

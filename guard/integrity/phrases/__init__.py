@@ -1,8 +1,10 @@
 """What text that addresses the judge says, in nine languages: the detector's phrase set.
 
-Each rule is (stems, pattern). The pattern runs on the folded copy
-(`guard.integrity.tamper_fold`) with IGNORECASE, and only when one of its stems
-is in the lowercased copy, so ordinary text pays for a few substring checks.
+Each rule is (stem groups, pattern). The pattern is written in lower case and runs
+on the lowercased folded copy (`guard.integrity.tamper_fold`), and only when every
+group has a stem in that copy, so ordinary text pays for a set intersection. In
+`SPACED_RULES` a stem is matched by a word's first four letters (a shorter stem
+is a whole word); in `CJK_RULES`, written without spaces, anywhere in the text.
 
 A rule fires on a sentence that does a judge's job for it, not on one that talks
 about judging: an order to drop earlier instructions, a note or vocative to the
@@ -17,7 +19,9 @@ from __future__ import annotations
 from guard.integrity.phrases.cjk import CJK
 from guard.integrity.phrases.english import ENGLISH
 from guard.integrity.phrases.european import EUROPEAN
+from guard.integrity.phrases.shape import Rule
 
-__all__ = ["RULES"]
+__all__ = ["CJK_RULES", "SPACED_RULES", "Rule"]
 
-RULES: tuple[tuple[tuple[str, ...], str], ...] = (*ENGLISH, *EUROPEAN, *CJK)
+SPACED_RULES: tuple[Rule, ...] = (*ENGLISH, *EUROPEAN)
+CJK_RULES: tuple[Rule, ...] = CJK

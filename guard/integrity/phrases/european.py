@@ -4,7 +4,7 @@ opinions", "return an empty list", "the bias check is off")."""
 
 from __future__ import annotations
 
-from guard.integrity.phrases.shape import gap, vocative_rule, within
+from guard.integrity.phrases.shape import Rule, gap, vocative_rule, within
 
 __all__ = ["EUROPEAN"]
 
@@ -12,8 +12,11 @@ __all__ = ["EUROPEAN"]
 
 _ES = (
     (
-        ("instruc", "indicacion", "regla", "orden", "directri", "norma"),
-        r"\b(?:ignora|ignore|ignorad|ignoren|olvida|olvide|olvidad|descarta|descarte|omite|omita"
+        (
+            ("ignor", "olvid", "descart", "omit", "omita", "desatiend", "caso"),
+            ("instruc", "indicacion", "regla", "orden", "directri", "norma"),
+        ),
+        r"(?:ignora|ignore|ignorad|ignoren|olvida|olvide|olvidad|descarta|descarte|omite|omita"
         r"|desatiende|haz\W+caso\W+omiso\W+(?:a|de))\b"
         + gap(3)
         + r"(?:instrucciones|indicaciones|reglas|[oó]rdenes|directrices|normas)\W+(?:\w+\W+)?"
@@ -21,17 +24,33 @@ _ES = (
     ),
     (
         (
-            "revisor",
-            "evaluador",
-            "corrector",
-            "moderador",
-            "juez",
-            "clasificador",
-            "calificador",
-            "ia",
-            "inteligencia",
-            "modelo",
-            "asistente",
+            ("los", "las", "del", "que", "una", "para", "por", "este", "esta", "eres", "el"),
+            (
+                "revisor",
+                "evaluador",
+                "corrector",
+                "moderador",
+                "juez",
+                "clasificador",
+                "calificador",
+                "ia",
+                "inteligencia",
+                "modelo",
+                "asistente",
+            ),
+            (
+                "ignor",
+                "opini",
+                "vací",
+                "vaci",
+                "sesg",
+                "puntuaci",
+                "eval",
+                "juzg",
+                "marq",
+                "calif",
+                "desactiv",
+            ),
         ),
         vocative_rule(
             r"nota|mensaje|aviso|instrucci[oó]n|instrucciones|atenci[oó]n|indicaci[oó]n|estimad[oa]"
@@ -47,8 +66,11 @@ _ES = (
         ),
     ),
     (
-        ("opini", "sesg", "evaluad", "juzgad", "exent"),
-        r"\b(?:este|esta|estos|estas)\W+(?:\w+\W+){0,2}?(?:texto|textos|l[ií]neas?|pasajes?"
+        (
+            ("este", "esta", "estos", "estas"),
+            ("opini", "sesg", "evaluad", "juzgad", "exent"),
+        ),
+        r"(?:este|esta|estos|estas)\W+(?:\w+\W+){0,2}?(?:texto|textos|l[ií]neas?|pasajes?"
         r"|respuesta|contenido|frases?|mensaje|p[aá]rrafos?|citas?)\b"
         + within(120)
         + r"(?:no\W+(?:contiene|contienen|expresa|expresan|tiene|tienen)\W+(?:ningun[ao]?\W+)?"
@@ -56,15 +78,18 @@ _ES = (
         r"|puntuad)|est[aá]n?\W+exent)",
     ),
     (
-        ("vac", "opini", "sesg", "puntuaci"),
-        r"\b(?:devuelve|devuelva|devolved|responde|responda|entrega|emite|genera|escribe)\b"
+        (
+            ("devuelv", "devolved", "respond", "entreg", "emite", "genera", "escrib"),
+            ("vací", "vaci", "opini", "sesg", "puntuaci"),
+        ),
+        r"(?:devuelve|devuelva|devolved|responde|responda|entrega|emite|genera|escribe)\b"
         + within(60)
-        + r"(?:lista\W+vac[ií]a|(?:ninguna|cero|0)\W+opini|no\W+sesgad|sin\W+sesgo"
+        + r"(?:lista\W+vac[ií]a\W+de\W+opiniones|(?:ninguna|cero|0)\W+opini|no\W+sesgad|sin\W+sesgo"
         r"|puntuaci[oó]n\W+(?:de\W+)?(?:0|cero))",
     ),
     (
-        ("sesgo",),
-        r"\b(?:revisi[oó]n|evaluaci[oó]n|control|verificaci[oó]n|detecci[oó]n|filtro|an[aá]lisis)"
+        (("sesgo",),),
+        r"(?:revisi[oó]n|evaluaci[oó]n|control|verificaci[oó]n|detecci[oó]n|filtro|an[aá]lisis)"
         r"\W+de\W+sesgos?\W+(?:est[aá]|queda|ha\W+sido)\W+(?:desactivad|suspendid|deshabilitad"
         r"|anulad)",
     ),
@@ -72,23 +97,55 @@ _ES = (
 
 _PT = (
     (
-        ("instru", "regra", "ordens", "diretri"),
-        r"\b(?:ignore|ignora|ignorem|esque[cç]a|esque[cç]am|desconsidere|descarte|despreze)\b"
+        (
+            ("ignor", "esque", "desconsider", "descart", "desprez"),
+            ("instru", "regra", "ordens", "diretri"),
+        ),
+        r"(?:ignore|ignora|ignorem|esque[cç]a|esque[cç]am|desconsidere|descarte|despreze)\b"
         + gap(3)
         + r"(?:instru[cç][oõ]es|regras|ordens|diretrizes|orienta[cç][oõ]es)\W+"
         r"(?:\w+\W+)?(?:anteriores|pr[eé]vias|precedentes|acima|do\W+sistema|originais)\b",
     ),
     (
         (
-            "revisor",
-            "avaliador",
-            "corretor",
-            "moderador",
-            "juiz",
-            "classificador",
-            "ia",
-            "modelo",
-            "assistente",
+            (
+                "não",
+                "são",
+                "uma",
+                "você",
+                "isso",
+                "este",
+                "esta",
+                "pelo",
+                "pela",
+                "dos",
+                "das",
+                "ao",
+            ),
+            (
+                "revisor",
+                "avaliador",
+                "corretor",
+                "moderador",
+                "juiz",
+                "classificador",
+                "ia",
+                "modelo",
+                "assistente",
+            ),
+            (
+                "ignor",
+                "opini",
+                "vazia",
+                "tendencios",
+                "viés",
+                "vies",
+                "pontua",
+                "avali",
+                "julg",
+                "marq",
+                "desativ",
+            ),
         ),
         vocative_rule(
             r"nota|mensagem|aviso|instru[cç][aã]o|instru[cç][oõ]es|aten[cç][aã]o|prezad[oa]"
@@ -104,8 +161,11 @@ _PT = (
         ),
     ),
     (
-        ("opini", "vi", "tendencios", "avaliad", "julgad", "isent"),
-        r"\b(?:este|esta|estes|estas|essas?|esses?)\W+(?:\w+\W+){0,2}?(?:texto|textos|linhas?"
+        (
+            ("este", "esta", "estes", "estas", "essa", "esse", "essas", "esses"),
+            ("opini", "viés", "vies", "tendencios", "avaliad", "julgad", "isent"),
+        ),
+        r"(?:este|esta|estes|estas|essas?|esses?)\W+(?:\w+\W+){0,2}?(?:texto|textos|linhas?"
         r"|passagem|trechos?|resposta|conte[uú]do|frases?|mensagem|par[aá]grafos?|cita[cç][oõ]es)\b"
         + within(120)
         + r"(?:n[aã]o\W+(?:cont[eé]m|cont[eê]m|expressa|expressam|tem|t[eê]m)\W+"
@@ -113,33 +173,56 @@ _PT = (
         r"(?:ser\W+)?(?:avaliad|julgad|marcad|pontuad)|(?:est[aá]|est[aã]o)\W+isent)",
     ),
     (
-        ("vazia", "opini", "tendencios", "pontua"),
-        r"\b(?:retorne|devolva|responda|entregue|emita|gere|escreva)\b"
+        (
+            ("retorn", "devolv", "respond", "entreg", "emita", "gere", "escrev"),
+            ("vazia", "opini", "tendencios", "pontua"),
+        ),
+        r"(?:retorne|devolva|responda|entregue|emita|gere|escreva)\b"
         + within(60)
-        + r"(?:lista\W+vazia|(?:nenhuma|zero|0)\W+opini|n[aã]o\W+tendencios|sem\W+vi[eé]s"
+        + r"(?:lista\W+vazia\W+de\W+opini[oõ]es|(?:nenhuma|zero|0)\W+opini"
+        r"|n[aã]o\W+tendencios|sem\W+vi[eé]s"
         r"|pontua[cç][aã]o\W+(?:de\W+)?(?:0|zero))",
     ),
 )
 
 _IT = (
     (
-        ("istruzion", "regol", "indicazion", "direttiv"),
-        r"\b(?:ignora|ignorate|ignori|dimentica|dimenticate|trascura|tralascia|non\W+considerare)\b"
+        (
+            ("ignor", "dimentic", "trascur", "tralasci", "considerare"),
+            ("istruzion", "regol", "indicazion", "direttiv"),
+        ),
+        r"(?:ignora|ignorate|ignori|dimentica|dimenticate|trascura|tralascia|non\W+considerare)\b"
         + gap(3)
         + r"(?:istruzioni|regole|indicazioni|direttive|ordini)\W+(?:\w+\W+)?"
         r"(?:precedenti|prima|di\W+sopra|del\W+sistema|originali)\b",
     ),
     (
         (
-            "revisor",
-            "valutator",
-            "correttor",
-            "moderator",
-            "giudice",
-            "classificator",
-            "ia",
-            "modello",
-            "assistente",
+            ("il", "della", "che", "non", "sono", "questo", "questa", "gli", "per", "una", "sei"),
+            (
+                "revisor",
+                "valutator",
+                "correttor",
+                "moderator",
+                "giudice",
+                "classificator",
+                "ia",
+                "modello",
+                "assistente",
+            ),
+            (
+                "ignor",
+                "opinion",
+                "vuota",
+                "parte",
+                "parzial",
+                "distort",
+                "punteggio",
+                "valut",
+                "giudic",
+                "segnal",
+                "disattiv",
+            ),
         ),
         vocative_rule(
             r"nota|messaggio|avviso|istruzion[ei]|attenzione|gentile|car[oa]|ciao|se\W+sei",
@@ -154,8 +237,11 @@ _IT = (
         ),
     ),
     (
-        ("opinion", "parte", "parzial", "valutat", "giudicat", "esent"),
-        r"\b(?:questo|questa|questi|queste)\W+(?:\w+\W+){0,2}?(?:testo|testi|righe|passaggio"
+        (
+            ("questo", "questa", "questi", "queste"),
+            ("opinion", "parte", "parzial", "valutat", "giudicat", "esent"),
+        ),
+        r"(?:questo|questa|questi|queste)\W+(?:\w+\W+){0,2}?(?:testo|testi|righe|passaggio"
         r"|brano|risposta|contenuto|frasi?|messaggio|paragrafi?|citazion[ei])\b"
         + within(120)
         + r"(?:non\W+(?:contiene|contengono|esprime|esprimono|ha|hanno)\W+(?:alcuna\W+"
@@ -163,17 +249,24 @@ _IT = (
         r"(?:essere\W+)?(?:valutat|giudicat|segnalat)|(?:[eè]|sono)\W+esent)",
     ),
     (
-        ("vuota", "opinion", "punteggio"),
-        r"\b(?:restituisci|rispondi|fornisci|emetti|genera|scrivi)\b"
+        (
+            ("restituisc", "rispond", "fornisc", "emetti", "genera", "scrivi"),
+            ("vuota", "opinion", "punteggio"),
+        ),
+        r"(?:restituisci|rispondi|fornisci|emetti|genera|scrivi)\b"
         + within(60)
-        + r"(?:lista\W+vuota|(?:nessuna|zero|0)\W+opinion|punteggio\W+(?:di\W+)?(?:0|zero))",
+        + r"(?:lista\W+vuota\W+di\W+opinioni|(?:nessuna|zero|0)\W+opinion"
+        r"|punteggio\W+(?:di\W+)?(?:0|zero))",
     ),
 )
 
 _FR = (
     (
-        ("instruction", "consigne", "r\u00e8gle", "regle", "directive"),
-        r"\b(?:ignore|ignorez|oublie|oubliez|n[e']\W*tenez\W+pas\W+compte\W+d|fais\W+abstraction"
+        (
+            ("ignor", "oubli", "tenez", "abstraction"),
+            ("instruction", "consigne", "r\u00e8gle", "regle", "directive"),
+        ),
+        r"(?:ignore|ignorez|oublie|oubliez|n[e']\W*tenez\W+pas\W+compte\W+d|fais\W+abstraction"
         r"\W+d|faites\W+abstraction\W+d)"
         + gap(3)
         + r"(?:instructions|consignes|r[eè]gles|directives|ordres)\W+(?:\w+\W+)?"
@@ -181,17 +274,36 @@ _FR = (
     ),
     (
         (
-            "relecteur",
-            "valuat",
-            "correcteur",
-            "mod\u00e9rat",
-            "moderat",
-            "juge",
-            "classif",
-            "ia",
-            "mod\u00e8le",
-            "modele",
-            "assistant",
+            ("le", "les", "des", "est", "une", "pas", "vous", "ce", "cette", "du", "au", "aucune"),
+            (
+                "relecteur",
+                "valuat",
+                "correcteur",
+                "mod\u00e9rat",
+                "moderat",
+                "juge",
+                "classif",
+                "ia",
+                "mod\u00e8le",
+                "modele",
+                "assistant",
+            ),
+            (
+                "ignor",
+                "opinion",
+                "avis",
+                "biais",
+                "vide",
+                "score",
+                "juge",
+                "jugé",
+                "note",
+                "éval",
+                "eval",
+                "signal",
+                "désactiv",
+                "desactiv",
+            ),
         ),
         vocative_rule(
             r"note|message|avis|instructions?|attention|cher|ch[eè]re|bonjour|si\W+vous\W+[eê]tes"
@@ -206,8 +318,11 @@ _FR = (
         ),
     ),
     (
-        ("opinion", "biais", "valu", "jug", "exempt"),
-        r"\b(?:ce|cet|cette|ces)\W+(?:\w+\W+){0,2}?(?:texte|textes|lignes?|passages?|r[eé]ponse"
+        (
+            ("ce", "cet", "cette", "ces"),
+            ("opinion", "biais", "éval", "eval", "juge", "jugé", "note", "signal", "exempt"),
+        ),
+        r"(?:ce|cet|cette|ces)\W+(?:\w+\W+){0,2}?(?:texte|textes|lignes?|passages?|r[eé]ponse"
         r"|contenu|phrases?|message|paragraphes?|citations?)\b"
         + within(120)
         + r"(?:(?:ne|n')\W*(?:contien(?:nen)?t|exprim(?:en)?t)\W+aucune?\W+(?:opinion|avis)"
@@ -215,34 +330,89 @@ _FR = (
         r"|jug|not|signal)|(?:est|sont)\W+exempt)",
     ),
     (
-        ("vide", "opinion", "score", "biais"),
-        r"\b(?:renvoie|renvoyez|retourne|retournez|r[eé]ponds|r[eé]pondez|donne|donnez|[eé]cris"
-        r"|[eé]crivez)\b" + within(60) + r"(?:liste\W+vide|(?:aucune|z[eé]ro|0)\W+opinion"
+        (
+            (
+                "renvoi",
+                "renvoy",
+                "retourn",
+                "réponds",
+                "répondez",
+                "reponds",
+                "repondez",
+                "donne",
+                "donnez",
+                "écris",
+                "écrivez",
+                "ecris",
+                "ecrivez",
+            ),
+            ("vide", "opinion", "score", "biais"),
+        ),
+        r"(?:renvoie|renvoyez|retourne|retournez|r[eé]ponds|r[eé]pondez|donne|donnez|[eé]cris"
+        r"|[eé]crivez)\b"
+        + within(60)
+        + r"(?:liste\W+vide\W+d\W*opinions|(?:aucune|z[eé]ro|0)\W+opinion"
         r"|score\W+(?:de\W+)?(?:0|z[eé]ro)|pas\W+biais)",
     ),
 )
 
 _DE = (
     (
-        ("anweisung", "instruktion", "regeln", "vorgaben", "befehle"),
-        r"\b(?:ignorier\w*|vergiss|vergessen\W+sie|missachte\w*|[uü]bergeh\w*)\b"
+        (
+            ("ignorier", "vergiss", "vergessen", "missacht", "übergeh", "ubergeh"),
+            ("anweisung", "instruktion", "regeln", "vorgaben", "befehle"),
+        ),
+        r"(?:ignorier\w*|vergiss|vergessen\W+sie|missachte\w*|[uü]bergeh\w*)\b"
         + gap(3)
         + r"(?:vorherigen|bisherigen|obigen|vorigen|fr[uü]heren|urspr[uü]nglichen|alle)\W+"
         r"(?:\w+\W+)?(?:anweisungen|instruktionen|regeln|vorgaben|befehle)\b",
     ),
     (
         (
-            "pr\u00fcfer",
-            "prufer",
-            "gutachter",
-            "bewerter",
-            "moderator",
-            "richter",
-            "klassifik",
-            "ki",
-            "modell",
-            "assistent",
-            "korrektor",
+            (
+                "der",
+                "die",
+                "das",
+                "und",
+                "nicht",
+                "ist",
+                "ein",
+                "eine",
+                "sie",
+                "den",
+                "dem",
+                "keine",
+                "diese",
+            ),
+            (
+                "pr\u00fcfer",
+                "prufer",
+                "gutachter",
+                "bewerter",
+                "moderator",
+                "richter",
+                "klassifik",
+                "ki",
+                "modell",
+                "assistent",
+                "korrektor",
+            ),
+            (
+                "ignorier",
+                "meinung",
+                "leere",
+                "voreingenommen",
+                "parteiisch",
+                "verzerrt",
+                "bewert",
+                "punktzahl",
+                "score",
+                "beurteil",
+                "markier",
+                "melden",
+                "deaktiv",
+                "abgeschaltet",
+            ),
         ),
         vocative_rule(
             r"hinweis|nachricht|anweisung|achtung|notiz|liebe[rs]?|hallo|wenn\W+du\W+(?:ein|eine)",
@@ -256,8 +426,11 @@ _DE = (
         ),
     ),
     (
-        ("meinung", "voreingenommen", "parteiisch", "bewertet", "beurteilt", "ausgenommen"),
-        r"\b(?:dieser|diese|dieses|die\W+folgenden|die\W+obigen)\W+(?:\w+\W+){0,2}?(?:text"
+        (
+            ("dieser", "diese", "dieses", "folgenden", "obigen"),
+            ("meinung", "voreingenommen", "parteiisch", "bewertet", "beurteilt", "ausgenommen"),
+        ),
+        r"(?:dieser|diese|dieses|die\W+folgenden|die\W+obigen)\W+(?:\w+\W+){0,2}?(?:text"
         r"|texte|zeilen|passagen?|antwort|inhalt|s[aä]tze|satz|nachricht|abs[aä]tze|absatz"
         r"|zitate?)\b"
         + within(120)
@@ -266,15 +439,19 @@ _DE = (
         r"(?:bewertet|beurteilt|markiert)|(?:ist|sind)\W+ausgenommen)",
     ),
     (
-        ("leere", "meinung", "bewertung", "punktzahl"),
-        r"\b(?:gib|gebt|geben\W+sie|liefere|liefern\W+sie|antworte|antworten\W+sie|schreib\w*)\b"
+        (
+            ("gib", "gebt", "geben", "liefer", "antwort", "schreib"),
+            ("leere", "meinung", "bewertung", "punktzahl"),
+        ),
+        r"(?:gib|gebt|geben\W+sie|liefere|liefern\W+sie|antworte|antworten\W+sie|schreib\w*)\b"
         + within(60)
-        + r"(?:leere\W+liste|keine\W+meinungen|(?:bewertung|punktzahl|score)\W+"
+        + r"(?:leere\W+liste\W+(?:von|der|an)\W+meinungen|keine\W+meinungen"
+        r"|(?:bewertung|punktzahl|score)\W+"
         r"(?:von\W+)?(?:0|null))",
     ),
     (
-        ("pr\u00fcfung", "prufung", "bias", "filter", "kontrolle"),
-        r"\b(?:bias|voreingenommenheits|vorurteils|inhalts|moderations)-?\W*(?:pr[uü]fung|check"
+        (("pr\u00fcfung", "prufung", "bias", "filter", "kontrolle"),),
+        r"(?:bias|voreingenommenheits|vorurteils|inhalts|moderations)-?\W*(?:pr[uü]fung|check"
         r"|filter|kontrolle)\W+(?:ist|wurde|wird)\W+(?:\w+\W+)?(?:deaktiviert|abgeschaltet"
         r"|ausgesetzt|aufgehoben)",
     ),
@@ -282,7 +459,10 @@ _DE = (
 
 _RU = (
     (
-        ("инструкц", "указани", "правил", "команд"),
+        (
+            ("игнорир", "проигнорир", "забуд", "обращ", "отбрось", "отбросьте"),
+            ("инструкц", "указани", "правил", "команд"),
+        ),
         r"(?:игнорируй\w*|проигнорируй\w*|забудь\w*|не\W+обращай\w*\W+внимани\w+\W+на|отбрось\w*)"
         + gap(3)
         + r"(?:(?:все|всё)\W+)?(?:предыдущ\w+|прежн\w+|вышеуказанн\w+|предшествующ\w+"
@@ -290,17 +470,32 @@ _RU = (
     ),
     (
         (
-            "рецензент",
-            "проверяющ",
-            "оценщик",
-            "модератор",
-            "судь",
-            "классификатор",
-            "ии",
-            "модел",
-            "нейросет",
-            "ассистент",
-            "эксперт",
+            (
+                "рецензент",
+                "проверяющ",
+                "оценщик",
+                "модератор",
+                "судь",
+                "классификатор",
+                "ии",
+                "модел",
+                "нейросет",
+                "ассистент",
+                "эксперт",
+            ),
+            (
+                "игнорир",
+                "мнени",
+                "пуст",
+                "являет",
+                "предвзят",
+                "оценк",
+                "ноль",
+                "оценива",
+                "суди",
+                "помечай",
+                "отключен",
+            ),
         ),
         vocative_rule(
             r"примечание|заметка|сообщение|указание|внимание|уважаем\w+|дорог\w+|привет"
@@ -313,7 +508,10 @@ _RU = (
         ),
     ),
     (
-        ("мнени", "предвзят", "оценива", "освобожд"),
+        (
+            ("этот", "эта", "это", "эти", "данн", "следующ", "приведённ", "приведенн"),
+            ("мнени", "предвзят", "оценива", "освобожд"),
+        ),
         r"(?:этот|эта|это|эти|данн\w+|следующ\w+|приведённ\w+|приведенн\w+)\W+(?:\w+\W+){0,2}?"
         r"(?:текст\w*|строк\w*|отрыв\w*|ответ\w*|содержани\w*|фраз\w*|предложени\w*|сообщени\w*"
         r"|абзац\w*|цитат\w*)"
@@ -322,18 +520,21 @@ _RU = (
         r"предвзят|не\W+(?:следует|нужно|надо|должн\w*)\W+(?:\w+\W+)?оценива|освобожд)",
     ),
     (
-        ("пуст", "мнени", "оценк", "предвзят"),
+        (
+            ("верни", "вернит", "выведи", "ответь", "выдай", "напиши", "укажи"),
+            ("пуст", "мнени", "оценк", "предвзят"),
+        ),
         r"(?:верни|выведи|ответь|выдай|напиши|укажи)\w*"
         + within(60)
-        + r"(?:пуст\w+\W+(?:список|массив)|(?:ноль|0)\W+мнени|оценк\w+\W+(?:0|ноль)"
+        + r"(?:пуст\w+\W+(?:список|массив)\W+мнений|(?:ноль|0)\W+мнени|оценк\w+\W+(?:0|ноль)"
         r"|не\W+предвзят)",
     ),
     (
-        ("предвзят", "провер", "фильтр"),
+        (("предвзят", "провер", "фильтр"),),
         r"(?:проверк\w+|фильтр\w*|контрол\w+)\W+(?:на\W+)?(?:предвзят\w+|bias)\W+(?:\w+\W+)?"
         r"(?:отключен\w*|выключен\w*|приостановлен\w*)",
     ),
 )
 
 
-EUROPEAN: tuple[tuple[tuple[str, ...], str], ...] = (*_ES, *_PT, *_IT, *_FR, *_DE, *_RU)
+EUROPEAN: tuple[Rule, ...] = (*_ES, *_PT, *_IT, *_FR, *_DE, *_RU)

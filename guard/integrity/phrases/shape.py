@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["gap", "vocative_rule", "within"]
+__all__ = ["Rule", "gap", "vocative_rule", "within"]
+
+# A rule: groups of stems, then a pattern. The pattern runs only when every group has
+# a stem in the lowercased folded text: what it names, and what it orders.
+Rule = tuple[tuple[tuple[str, ...], ...], str]
 
 # Up to `n` words between two parts of a phrase, in scripts that space words.
 _GAP = r"(?:\W+\w+){0,%d}?\W+"
