@@ -77,14 +77,10 @@ def excerpt(text: str, start: int, end: int) -> str:
 
 # -- instructions --------------------------------------------------------------------
 
-# A word's first four letters (all of a shorter word): what a spaced rule's stems name.
-# Splitting on spaces after turning punctuation into spaces is quicker than a regex.
-_PUNCTUATION = "".join(chr(code) for code in range(128) if not chr(code).isalnum())
-_SPACES = str.maketrans(
-    _PUNCTUATION + "\u00ab\u00bb\u2013\u2014\u2018\u2019\u201c\u201d\u201e\u2026",
-    " " * (len(_PUNCTUATION) + 10),
-)
-_FIRST_WORD = re.compile(r"\w+")
+# A word's first four characters (all of a shorter word), punctuation around it
+# stripped: what a spaced rule's stems name. Splitting is quicker than a regex.
+_PUNCTUATION = "".join(chr(code) for code in range(33, 128) if not chr(code).isalnum())
+_PUNCTUATION += "\u00ab\u00bb\u00bf\u00a1\u2018\u2019\u201c\u201d\u201e\u2026\u2014\u2013"
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
 
@@ -92,8 +88,7 @@ _Gated = tuple[tuple[frozenset[str], ...], re.Pattern[str]]
 
 
 def _key(stem: str) -> str:
-    word = _FIRST_WORD.match(stem)
-    return word.group()[:4] if word else stem
+    return stem[:4]
 
 
 def _compiled(rules: tuple[Rule, ...], key: Callable[[str], str]) -> tuple[_Gated, ...]:
@@ -108,7 +103,14 @@ def _compiled(rules: tuple[Rule, ...], key: Callable[[str], str]) -> tuple[_Gate
 
 _SPACED = _compiled(SPACED_RULES, _key)
 _SPACELESS = _compiled(CJK_RULES, lambda stem: stem)
-_SPACELESS_STEMS = frozenset(stem for groups, _ in _SPACELESS for group in groups for stem in group)
+_SPACELESS_STEMS = sorted(
+    {stem for groups, _ in _SPACELESS for group in groups for stem in group}, key=len, reverse=True
+)
+# One pass finds them all; a stem inside a longer one found counts as found too.
+_SPACELESS_STEM = re.compile("|".join(map(re.escape, _SPACELESS_STEMS)))
+_WITHIN_STEM = {
+    stem: {other for other in _SPACELESS_STEMS if other in stem} for stem in _SPACELESS_STEMS
+}
 
 
 def _search(rules: tuple[_Gated, ...], present: set[str], lowered: str) -> re.Match[str] | None:
@@ -121,10 +123,13 @@ def _search(rules: tuple[_Gated, ...], present: set[str], lowered: str) -> re.Ma
 
 
 def _instruction(lowered: str) -> re.Match[str] | None:
-    starts = {word[:4] for word in lowered.translate(_SPACES).split()}
+    words = lowered.replace("-", " ").replace("/", " ").split()
+    starts = {word.strip(_PUNCTUATION)[:4] for word in words}
     match = _search(_SPACED, starts, lowered)
     if match is None and _CJK.search(lowered):
-        present = {stem for stem in _SPACELESS_STEMS if stem in lowered}
+        present = {
+            inner for stem in set(_SPACELESS_STEM.findall(lowered)) for inner in _WITHIN_STEM[stem]
+        }
         match = _search(_SPACELESS, present, lowered)
     return match
 
@@ -221,7 +226,7 @@ _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
 _ZERO_WIDTH_RUN = re.compile(f"[{_ZERO_WIDTH}]{{2,}}|[\ufe00-\ufe0f\U000e0100-\U000e01ef]{{2,}}")
 # A zero-width character between two letters of the scripts that never need one.
 _LETTERS = "A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
-_ZERO_WIDTH_IN_WORD = re.compile(f"(?<=[{_LETTERS}])[{_ZERO_WIDTH}](?=[{_LETTERS}])")
+_ZERO_WIDTH_IN_WORD = re.compile(f"[{_ZERO_WIDTH}](?<=[{_LETTERS}].)(?=[{_LETTERS}])")
 _ANY_HIDDEN = re.compile(
     f"[{_ZERO_WIDTH}\ufe00-\ufe0f\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef]"
 )

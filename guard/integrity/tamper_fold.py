@@ -19,6 +19,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 
@@ -72,9 +73,9 @@ def _tables() -> dict[str, dict[str, str]]:
 
 _TABLES = _tables()
 
-# A non-ASCII letter next to an ASCII letter or digit: a sign of a mixed word somewhere.
-_MIXED = re.compile(r"[A-Za-z0-9][^\W_\x00-\x7f]|[^\W_\x00-\x7f][A-Za-z0-9]")
-_WORD = re.compile(r"\w+")
+# A non-ASCII letter next to an ASCII letter or digit: the seam of a mixed word. (Each
+# pattern here starts with a character set, which the regex engine skips ahead to.)
+_MIXED = re.compile(r"[^\W_\x00-\x7f](?:(?<=[A-Za-z0-9].)|(?=[A-Za-z0-9]))")
 # Letters outside Latin, Greek and Cyrillic: a word with one is left alone.
 _UNFOLDED_SCRIPT = re.compile(r"[^\W\d_\x00-\u052f\u1e00-\u1fff]")
 
@@ -88,34 +89,35 @@ _SEPARATORS = re.compile(r"[ .\-_*]")
 # the common digit-for-letter swaps, in words that also hold letters. A digit next to
 # a letter is rare in prose, so the words are found from there.
 _LEET = str.maketrans("013457", "oieast")
-_LEET_HINT = re.compile(r"[A-Za-z][013457]|[013457][A-Za-z]")
+_LEET_HINT = re.compile(r"[013457](?:(?<=[A-Za-z].)|(?=[A-Za-z]))")
 
 
-def _unleet(text: str) -> str:
+def _each_word(text: str, hints: re.Pattern[str], fold: Callable[[str], str]) -> str:
+    """The text with `fold` applied to each word that holds a hit of `hints`."""
     pieces: list[str] = []
     done = 0
-    for hint in _LEET_HINT.finditer(text):
+    for hint in hints.finditer(text):
         if hint.start() < done:
             continue
         start, end = hint.start(), hint.end()
-        while start > done and text[start - 1].isalnum():
+        while start > done and (text[start - 1].isalnum() or text[start - 1] == "_"):
             start -= 1
-        while end < len(text) and text[end].isalnum():
+        while end < len(text) and (text[end].isalnum() or text[end] == "_"):
             end += 1
-        pieces += (text[done:start], text[start:end].translate(_LEET))
+        pieces += (text[done:start], fold(text[start:end]))
         done = end
     pieces.append(text[done:])
     return "".join(pieces)
 
 
-def _fold_word(match: re.Match[str]) -> str:
-    word = match.group()
+def _fold_word(word: str) -> str:
     if word.isascii() or _UNFOLDED_SCRIPT.search(word):
         return word
     scripts = Counter(_script(char) for char in word if char.isalpha())
     if not scripts:
         return word
-    majority = scripts.most_common(1)[0][0]
+    # The script most of the word's letters are in; on a tie, Latin, the prompt's own.
+    majority = max(scripts, key=lambda script: (scripts[script], script == "LATIN"))
     table = _TABLES.get(majority)
     if table is None:
         return word
@@ -134,11 +136,13 @@ def fold(text: str) -> str:
     """
     folded = text
     if not folded.isascii():
-        folded = _INVISIBLE.sub("", unicodedata.normalize("NFKC", folded))
-        if _MIXED.search(folded):
-            folded = _WORD.sub(_fold_word, folded)
+        if not unicodedata.is_normalized("NFKC", folded):
+            folded = unicodedata.normalize("NFKC", folded)
+        folded = _INVISIBLE.sub("", folded)
+        if not folded.isascii():
+            folded = _each_word(folded, _MIXED, _fold_word)
     if _SPACED_HINT.search(folded):
         folded = _SPACED.sub(_join_letters, folded)
     if _LEET_HINT.search(folded):
-        folded = _unleet(folded)
+        folded = _each_word(folded, _LEET_HINT, lambda word: word.translate(_LEET))
     return folded

@@ -39,11 +39,18 @@ _EN_GREETING_STEMS: tuple[str, ...] = (
     "all",
 )
 _EN_GREETING_STEMS += ("every", "whoever")
-_EN_THIS = (
-    r"(?:this|these|the\W+(?:above|following|preceding|present|previous))\W+(?:\w+\W+){0,2}?"
+# "This text", "the above lines", "the passage below". Written so that each pattern
+# starts with letters the regex engine can skip ahead to ("th", not an alternation).
+_EN_THIS_NOUN = (
     r"(?:text|texts|lines?|passages?|answer|response|reply|output|content|message|sentences?"
     r"|statements?|paragraphs?|remarks?|words|quotes?|quotations?|material)"
-    r"|(?:the\W+)?(?:text|lines?|passages?|sentences?|statements?|quotes?|content)\W+"
+)
+_EN_THIS = (
+    r"th(?:is|ese|e\W+(?:above|following|preceding|present|previous))\W+(?:\w+\W+){0,2}?"
+    + _EN_THIS_NOUN
+)
+_EN_NOUN_HERE = (
+    r"(?:text|lines?|passages?|sentences?|statements?|quotes?|content)\W+"
     r"(?:above|below|here|that\W+follows?)"
 )
 _EN_CLAIM = (
@@ -54,6 +61,17 @@ _EN_CLAIM = (
     r"(?:judged|scored|evaluated|reviewed|assessed|flagged|counted|analy[sz]ed|checked|classified)"
     r"|(?:do|does)\W+not\W+(?:count|qualify)\W+as\W+(?:opinions?|bias)"
 )
+_EN_CLAIM_STEMS: tuple[str, ...] = (
+    "opinion",
+    "bias",
+    "views",
+    "exempt",
+    "unbiased",
+    "judged",
+    "scored",
+)
+_EN_CLAIM_STEMS += ("evaluated", "reviewed", "assessed", "flagged", "counted", "analy", "checked")
+_EN_CLAIM_STEMS += ("classified", "count", "qualify")
 _EN_VERDICT_VALUE = (
     r"unbiased|not\W+biased|non-?biased|bias-?free|free\W+of\W+bias|no\W+bias|neutral|pass(?:ed)?"
     r"|safe|clean|harmless|compliant|acceptable"
@@ -184,24 +202,12 @@ ENGLISH: tuple[Rule, ...] = (
         + r"|quoted|fiction|hypothetical)",
     ),
     (
-        (
-            ("this", "these", "above", "following", "preceding", "below", "here", "follows"),
-            (
-                "opinion",
-                "bias",
-                "judged",
-                "scored",
-                "evaluated",
-                "reviewed",
-                "assessed",
-                "flagged",
-                "counted",
-                "analy",
-                "checked",
-                "classified",
-            ),
-        ),
-        r"(?:" + _EN_THIS + r")\b" + within(120) + r"\b(?:" + _EN_CLAIM + r")\b",
+        (("this", "these", "the"), _EN_CLAIM_STEMS),
+        _EN_THIS + r"\b" + within(120) + r"\b(?:" + _EN_CLAIM + r")\b",
+    ),
+    (
+        (("above", "below", "here", "follows"), _EN_CLAIM_STEMS),
+        _EN_NOUN_HERE + r"\b" + within(120) + r"\b(?:" + _EN_CLAIM + r")\b",
     ),
     (
         (("opinion", "verdict"),),
@@ -250,8 +256,7 @@ ENGLISH: tuple[Rule, ...] = (
     ),
     (
         (_CHECK_STEMS, _OFF_STEMS, ("this",)),
-        r"\b"
-        + _CHECK
+        _CHECK
         + _SWITCHED_OFF
         + within(80)
         + r"\b(?:for|on|in)\W+this\W+(?:message|text|answer|response|conversation|session"
@@ -259,7 +264,7 @@ ENGLISH: tuple[Rule, ...] = (
     ),
     (
         (_CHECK_STEMS, _OFF_STEMS, ("now", "hereby", "temporarily")),
-        r"\b" + _CHECK + r"(?:now|hereby|temporarily)\W+" + _SWITCHED_OFF,
+        _CHECK + r"(?:now|hereby|temporarily)\W+" + _SWITCHED_OFF,
     ),
     (
         (("verdict",),),

@@ -79,6 +79,7 @@ _ES = (
     ),
     (
         (
+            ("los", "las", "del", "que", "una", "para", "por", "este", "esta", "el", "lista"),
             ("devuelv", "devolved", "respond", "entreg", "emite", "genera", "escrib"),
             ("vací", "vaci", "opini", "sesg", "puntuaci"),
         ),
@@ -174,6 +175,21 @@ _PT = (
     ),
     (
         (
+            (
+                "não",
+                "são",
+                "uma",
+                "você",
+                "isso",
+                "este",
+                "esta",
+                "pelo",
+                "pela",
+                "dos",
+                "das",
+                "ao",
+                "lista",
+            ),
             ("retorn", "devolv", "respond", "entreg", "emita", "gere", "escrev"),
             ("vazia", "opini", "tendencios", "pontua"),
         ),
@@ -250,6 +266,7 @@ _IT = (
     ),
     (
         (
+            ("il", "della", "che", "non", "sono", "questo", "questa", "gli", "per", "una", "lista"),
             ("restituisc", "rispond", "fornisc", "emetti", "genera", "scrivi"),
             ("vuota", "opinion", "punteggio"),
         ),
@@ -331,6 +348,21 @@ _FR = (
     ),
     (
         (
+            (
+                "le",
+                "les",
+                "des",
+                "est",
+                "une",
+                "pas",
+                "vous",
+                "ce",
+                "cette",
+                "du",
+                "au",
+                "aucune",
+                "liste",
+            ),
             (
                 "renvoi",
                 "renvoy",
@@ -440,6 +472,21 @@ _DE = (
     ),
     (
         (
+            (
+                "der",
+                "die",
+                "das",
+                "und",
+                "nicht",
+                "ist",
+                "ein",
+                "eine",
+                "sie",
+                "den",
+                "dem",
+                "keine",
+                "leere",
+            ),
             ("gib", "gebt", "geben", "liefer", "antwort", "schreib"),
             ("leere", "meinung", "bewertung", "punktzahl"),
         ),
