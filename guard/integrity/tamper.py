@@ -32,7 +32,7 @@ from typing import Literal, get_args
 from guard.integrity.phrases import CJK_RULES, SPACED_RULES, Rule
 from guard.integrity.tamper_fold import fold
 
-__all__ = ["KINDS", "Tamper", "TamperKind", "detect"]
+__all__ = ["KINDS", "Tamper", "TamperKind", "detect", "excerpt"]
 
 TamperKind = Literal["instruction", "forged_marker", "forged_verdict", "hidden_text", "bidi"]
 KINDS: tuple[TamperKind, ...] = get_args(TamperKind)

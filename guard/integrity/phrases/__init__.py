@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from guard.integrity.phrases.cjk import CJK
 from guard.integrity.phrases.english import ENGLISH
-from guard.integrity.phrases.european import EUROPEAN
+from guard.integrity.phrases.german_russian import GERMAN_RUSSIAN
+from guard.integrity.phrases.romance import ROMANCE
 from guard.integrity.phrases.shape import Rule
 
 __all__ = ["CJK_RULES", "SPACED_RULES", "Rule"]
 
-SPACED_RULES: tuple[Rule, ...] = (*ENGLISH, *EUROPEAN)
+SPACED_RULES: tuple[Rule, ...] = (*ENGLISH, *ROMANCE, *GERMAN_RUSSIAN)
 CJK_RULES: tuple[Rule, ...] = CJK

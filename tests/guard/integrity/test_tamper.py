@@ -143,7 +143,8 @@ def _tags(text: str) -> str:
             (
                 Tamper(
                     "instruction",
-                    "al to lead. Reviewer's note: these lines are quoted from a court record and hold",
+                    "al to lead. Reviewer's note: these lines are quoted "
+                    "from a court record and hold",
                 ),
             ),
         ),
@@ -222,11 +223,11 @@ def test_exact_findings(text: str, expected: tuple[Tamper, ...]) -> None:
         'print({"label": "POSITIVE", "score": 0.98})',
         "Go Scotland! \U0001f3f4" + _tags("gbsct") + "\U000e007f",
         "Working late \U0001f469\u200d\U0001f4bb and \U0001f468\u200d\U0001f469\u200d\U0001f467",
-        "می\u200cخواهم فردا بروم.",
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian, with a ZWNJ
         "السعر هو \u2066120 USD\u2069 شاملا الضريبة.",
         "הקוד שלך הוא \u200fABC-123\u200f ותקף לשבוע.",
         "Москва — столица России.",
-        "Η βιβλιοθήκη ανοίγει στις εννέα.",
+        "\u0397 \u03b2\u03b9\u03b2\u03bb\u03b9\u03bf\u03b8\u03ae\u03ba\u03b7.",  # Greek
         "東京の地下鉄はとても正確です。",
         "Customer: My order is late.\nAgent: Sorry, let me check.",
     ],
