@@ -80,6 +80,8 @@ def excerpt(text: str, start: int, end: int) -> str:
 # A word's first four characters (all of a shorter word), punctuation around it
 # stripped: what a spaced rule's stems name. Splitting is quicker than a regex.
 _PUNCTUATION = "".join(chr(code) for code in range(33, 128) if not chr(code).isalnum())
+# ASCII text takes the quick road: every punctuation mark a space, then split.
+_ASCII_SPACES = str.maketrans(_PUNCTUATION, " " * len(_PUNCTUATION))
 _PUNCTUATION += "\u00ab\u00bb\u00bf\u00a1\u2018\u2019\u201c\u201d\u201e\u2026\u2014\u2013"
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
@@ -88,7 +90,7 @@ _Gated = tuple[tuple[frozenset[str], ...], re.Pattern[str]]
 
 
 def _key(stem: str) -> str:
-    return stem[:4]
+    return stem.translate(_ASCII_SPACES).split()[0][:4]
 
 
 def _compiled(rules: tuple[Rule, ...], key: Callable[[str], str]) -> tuple[_Gated, ...]:
@@ -123,8 +125,13 @@ def _search(rules: tuple[_Gated, ...], present: set[str], lowered: str) -> re.Ma
 
 
 def _instruction(lowered: str) -> re.Match[str] | None:
-    words = lowered.replace("-", " ").replace("/", " ").split()
-    starts = {word.strip(_PUNCTUATION)[:4] for word in words}
+    if lowered.isascii():
+        starts = {word[:4] for word in lowered.translate(_ASCII_SPACES).split()}
+    else:
+        spaced = (
+            lowered.replace("-", " ").replace("/", " ").replace("'", " ").replace("\u2019", " ")
+        )
+        starts = {word.strip(_PUNCTUATION)[:4] for word in spaced.split()}
     match = _search(_SPACED, starts, lowered)
     if match is None and _CJK.search(lowered):
         present = {
