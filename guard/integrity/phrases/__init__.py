@@ -1,0 +1,28 @@
+"""What text that addresses the judge says, in nine languages: the detector's phrase set.
+
+Each rule is (stem groups, pattern). The pattern is written in lower case and runs
+on the lowercased folded copy (`guard.integrity.tamper_fold`), and only when every
+group has a stem in that copy, so ordinary text pays for a set intersection. In
+`SPACED_RULES` a stem is matched by a word's first four letters (a shorter stem
+is a whole word); in `CJK_RULES`, written without spaces, anywhere in the text.
+
+A rule fires on a sentence that does a judge's job for it, not on one that talks
+about judging: an order to drop earlier instructions, a note or vocative to the
+reviewer (or an AI system) with an order or a verdict after it, a claim that
+"this text" holds no opinions or must not be judged, an order to return an empty
+list or a zero score, a check declared switched off. "Reviewers should weigh the
+context" and "the grader gave me a zero" say nothing of the kind.
+"""
+
+from __future__ import annotations
+
+from guard.integrity.phrases.cjk import CJK
+from guard.integrity.phrases.english import ENGLISH
+from guard.integrity.phrases.german_russian import GERMAN_RUSSIAN
+from guard.integrity.phrases.romance import ROMANCE
+from guard.integrity.phrases.shape import Rule
+
+__all__ = ["CJK_RULES", "SPACED_RULES", "Rule"]
+
+SPACED_RULES: tuple[Rule, ...] = (*ENGLISH, *ROMANCE, *GERMAN_RUSSIAN)
+CJK_RULES: tuple[Rule, ...] = CJK

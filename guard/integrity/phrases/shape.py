@@ -1,0 +1,27 @@
+"""How the phrase patterns are put together: word gaps, one sentence, a note then an order."""
+
+from __future__ import annotations
+
+__all__ = ["Rule", "gap", "vocative_rule", "within"]
+
+# A rule: groups of stems, then a pattern. The pattern runs only when every group has
+# a stem in the lowercased folded text: what it names, and what it orders.
+Rule = tuple[tuple[tuple[str, ...], ...], str]
+
+# Up to `n` words between two parts of a phrase, in scripts that space words.
+_GAP = r"(?:\W+\w+){0,%d}?\W+"
+# The rest of one sentence, for the space-less scripts and for "note ... order".
+_SAME_SENTENCE = r"[^.!?\n\u3002\uff01\uff1f]{0,%d}?"
+
+
+def gap(words: int) -> str:
+    return _GAP % words
+
+
+def within(chars: int) -> str:
+    return _SAME_SENTENCE % chars
+
+
+def vocative_rule(note: str, addressee: str, order: str) -> str:
+    """A note or greeting to the addressee, then an order or a verdict in the same breath."""
+    return rf"(?:{note})\W+(?:\w+\W+){{0,3}}?(?:{addressee})\b{within(160)}(?:{order})"
