@@ -1,19 +1,78 @@
-"""Policy arithmetic: verdicts from scores, and deterministic sampling. Pure code."""
+"""Policy arithmetic: verdicts from scores and counts, and deterministic sampling. Pure code."""
 
 from __future__ import annotations
 
-from gateway.domain import PolicyVerdict
+from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["Sampler", "explained_for", "verdict_for"]
+from gateway.domain import VERDICTS, PolicyVerdict
+
+__all__ = ["Rules", "Sampler", "VerdictRules", "explained_for", "rank", "verdict_for"]
 
 
-def verdict_for(score: float, *, flag_threshold: float, block_threshold: float) -> PolicyVerdict:
-    """A verdict is reached at `>=` its threshold; block wins over flag."""
-    if score >= block_threshold:
+class VerdictRules(Protocol):
+    """What a verdict is reached on: a policy (`gateway.config.Policy`) or `Rules`."""
+
+    @property
+    def flag_threshold(self) -> float: ...
+    @property
+    def block_threshold(self) -> float: ...
+    @property
+    def flag_biased_opinions(self) -> int | None: ...
+    @property
+    def block_biased_opinions(self) -> int | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Verdict rules as a value (what-if's, a prefix's); a count rule of None is off."""
+
+    flag_threshold: float
+    block_threshold: float
+    flag_biased_opinions: int | None = None
+    block_biased_opinions: int | None = None
+
+    @classmethod
+    def of(cls, rules: VerdictRules) -> Rules:
+        return cls(
+            rules.flag_threshold,
+            rules.block_threshold,
+            rules.flag_biased_opinions,
+            rules.block_biased_opinions,
+        )
+
+    def without_block(self) -> Rules:
+        """The same rules, unable to block (a prefix on too few verdicts to block)."""
+        return Rules(self.flag_threshold, float("inf"), self.flag_biased_opinions, None)
+
+
+def verdict_for(score: float, biased: int, rules: VerdictRules) -> PolicyVerdict:
+    """The verdict on a text of `score` with `biased` biased opinions.
+
+    Each rule is met at `>=`: the score at a threshold, or the count of biased
+    opinions at its `*_biased_opinions` (unset: that count rule is off); block wins
+    over flag. The count rules keep padding from diluting a verdict: one biased
+    opinion among many neutral ones scores low, but it is still one.
+
+    >>> verdict_for(0.1, 1, Rules(0.5, 0.8, flag_biased_opinions=1))
+    'flag'
+    >>> verdict_for(0.1, 1, Rules(0.5, 0.8, 1, block_biased_opinions=1))
+    'block'
+    """
+    if score >= rules.block_threshold or _reaches(biased, rules.block_biased_opinions):
         return "block"
-    if score >= flag_threshold:
+    if score >= rules.flag_threshold or _reaches(biased, rules.flag_biased_opinions):
         return "flag"
     return "pass"
+
+
+def _reaches(biased: int, at: int | None) -> bool:
+    return at is not None and biased >= at
+
+
+def rank(verdict: PolicyVerdict) -> int:
+    """A verdict's severity, for finding the worst: pass < flag < block."""
+    return VERDICTS.index(verdict)
 
 
 def explained_for(reason_for: str, verdict: PolicyVerdict | None) -> bool:
