@@ -7,7 +7,15 @@ from typing import Protocol
 
 from gateway.domain import VERDICTS, PolicyVerdict
 
-__all__ = ["Rules", "Sampler", "VerdictRules", "explained_for", "rank", "verdict_for"]
+__all__ = [
+    "Rules",
+    "Sampler",
+    "VerdictRules",
+    "block_reason",
+    "explained_for",
+    "rank",
+    "verdict_for",
+]
 
 
 class VerdictRules(Protocol):
@@ -68,6 +76,27 @@ def verdict_for(score: float, biased: int, rules: VerdictRules) -> PolicyVerdict
 
 def _reaches(biased: int, at: int | None) -> bool:
     return at is not None and biased >= at
+
+
+def block_reason(score: float | None, biased: int | None, rules: VerdictRules) -> str:
+    """Why `rules` block a text, in words: each block rule it meets (the score's when
+    none is known to be met, as a prefix's block may rest on another text's).
+
+    >>> block_reason(0.1, 2, Rules(0.5, 0.8, 1, 2))
+    '2 biased opinions are at or above block_biased_opinions (2)'
+    """
+    met = []
+    if score is not None and score >= rules.block_threshold:
+        met.append(_score_reason(score, rules))
+    at = rules.block_biased_opinions
+    if biased is not None and at is not None and biased >= at:
+        opinions = "biased opinion is" if biased == 1 else "biased opinions are"
+        met.append(f"{biased} {opinions} at or above block_biased_opinions ({at})")
+    return "; ".join(met) if met else _score_reason(score or 0.0, rules)
+
+
+def _score_reason(score: float, rules: VerdictRules) -> str:
+    return f"score {score:g} is at or above the block threshold {rules.block_threshold:g}"
 
 
 def rank(verdict: PolicyVerdict) -> int:

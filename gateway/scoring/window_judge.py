@@ -40,6 +40,7 @@ def window_entry(
         "start": window.start,
         "end": window.end,
         "score": merge.score,
+        "biased_opinions": merge.biased,
         "verdict": verdict,
         "judge_ms": round(ms, 3),
         "judge_calls": sum(result.judge_calls for result in results),
@@ -104,11 +105,7 @@ class WindowJudge:
         else:
             scorer = self.judging.scorer
             result = merge.result(request.run_id, scorer.judge.model, scorer.pipeline)
-            verdict = verdict_for(
-                result.score,
-                flag_threshold=policy.flag_threshold,
-                block_threshold=policy.block_threshold,
-            )
+            verdict = verdict_for(result.score, result.biased_count, policy)
             outcome = Outcome(
                 request.run_id,
                 "scored",
