@@ -94,6 +94,7 @@ class Recorder:
                 categories=outcome.result.categories if outcome.result is not None else None,
                 trace_id=_trace_id(request),
                 sample_rate=request.sample_rate,
+                biased_opinions=outcome.biased_opinions,
                 work=work,
                 attempts=attempts,
                 leased_by=lease[0] if lease else None,
