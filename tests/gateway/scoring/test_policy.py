@@ -159,7 +159,8 @@ def test_rules_without_block_never_block(score: float, biased: int) -> None:
 
 
 def test_rank_orders_verdicts_by_severity() -> None:
-    assert sorted(["block", "pass", "flag"], key=rank) == ["pass", "flag", "block"]
+    unordered: list[PolicyVerdict] = ["block", "pass", "flag"]
+    assert sorted(unordered, key=rank) == ["pass", "flag", "block"]
 
 
 # (rate as the float the config holds, the exact share it stands for).
