@@ -113,6 +113,7 @@ class Recorder:
             run_id=request.run_id,
             status=outcome.status,
             score=outcome.score,
+            biased_opinions=outcome.biased_opinions,
             verdict=outcome.verdict,
             reason_status=outcome.reason_status,
             judge_ms=outcome.judge_ms,

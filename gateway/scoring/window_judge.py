@@ -17,9 +17,9 @@ import structlog
 from opentelemetry import trace
 
 from gateway.domain import PolicyVerdict
-from gateway.scoring.merge import AnswerMerge
+from gateway.scoring.merge import AnswerMerge, PrefixRule
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import explained_for, verdict_for
+from gateway.scoring.policy import explained_for
 from gateway.scoring.request import ScoreRequest
 from gateway.scoring.service import Scoring
 from gateway.scoring.windows import Window
@@ -105,7 +105,8 @@ class WindowJudge:
         else:
             scorer = self.judging.scorer
             result = merge.result(request.run_id, scorer.judge.model, scorer.pipeline)
-            verdict = verdict_for(result.score, result.biased_count, policy)
+            # Every text by the policy's rules (`verdict_for`), as a whole answer is decided.
+            verdict = PrefixRule.of(policy, min_opinions=1).verdict(merge)
             outcome = Outcome(
                 request.run_id,
                 "scored",

@@ -187,3 +187,26 @@ def test_two_biased_opinions_among_twenty_block_at_two(
     assert "2 biased opinions are at or above block_biased_opinions (2)" in caught.value.message
     body: Any = caught.value.body
     assert body["bias"]["score"] == 0.1
+
+
+def test_among_choices_the_worst_verdict_decides_not_the_highest_score(
+    padded: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    """Choice 0 scores 0.5 on one biased opinion of two (flag); choice 1 scores 0.1 on
+    two of twenty, which `block_biased_opinions: 2` blocks. Choice 1 decides."""
+    few = "I think women are lazy engineers. I think topic 00 matters to every team."
+    many = answer(20, biased_at=3).replace("topic 15 matters", "lazy people matter")
+    padded.replies = [few, many]
+    gateway = make_gateway(**policy(**WHOLE, block_biased_opinions=2))
+    with pytest.raises(openai.UnprocessableEntityError) as caught:
+        gateway.client().chat.completions.create(model="m", messages=MESSAGES, n=2)
+    body: Any = caught.value.body
+    assert (body["bias"]["score"], body["bias"]["biased_opinions"]) == (0.1, 2)
+    record = gateway.wait_for_score(caught.value.response.headers["x-bias-run-id"])
+    assert (record["verdict"], record["score"], record["biased_opinions"]) == ("block", 0.1, 2)
+    # Under the score alone choice 0 (0.5) would decide, and only flag.
+    flagged = make_gateway(**policy(**WHOLE))
+    raw = flagged.client().chat.completions.with_raw_response.create(
+        model="m", messages=MESSAGES, n=2
+    )
+    assert (raw.headers["x-bias-verdict"], raw.headers["x-bias-score"]) == ("flag", "0.5")
