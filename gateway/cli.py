@@ -87,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     whatif.add_argument("--config", help="YAML config (default: environment variables only)")
     whatif.add_argument("--flag", required=True, help="flag a score at or above this")
     whatif.add_argument("--block", required=True, help="block a score at or above this")
+    for verdict in ("flag", "block"):
+        says = f"{verdict} too at this many biased opinions, whatever the score (default: off)"
+        whatif.add_argument(f"--{verdict}-biased-opinions", help=says)
     whatif.add_argument("--since", help="epoch seconds or ISO 8601 (default: --until - 24 h)")
     whatif.add_argument("--until", help="epoch seconds or ISO 8601, exclusive (default: now)")
     for name in ("key", "model", "category", "mode"):
@@ -301,8 +304,8 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-_WHATIF_OPTIONS = ("flag", "block", "since", "until", "key", "model", "category", "mode",
-                   "examples")  # fmt: skip
+_WHATIF_OPTIONS = ("flag", "block", "flag_biased_opinions", "block_biased_opinions", "since",
+                   "until", "key", "model", "category", "mode", "examples")  # fmt: skip
 
 
 def _whatif(args: argparse.Namespace) -> int:

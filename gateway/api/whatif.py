@@ -5,7 +5,8 @@ thresholds would have decided them (pass, flag, block), beside the verdicts they
 were given, overall and by key, model and category, with the newest examples of
 what would be flagged and blocked (`gateway.store.whatif`). It takes the stats
 API's filters and window (the last 24 hours unless `since`/`until` say otherwise),
-`mode`, and `examples`; who sees what is the stats API's tenancy
+`mode`, and `examples`, and the count rules `flag_biased_opinions` and
+`block_biased_opinions` (each off unless given); who sees what is the stats API's tenancy
 (`gateway.api.search`). Parameters are parsed as strictly.
 """
 
@@ -37,9 +38,9 @@ MAX_EXAMPLES = 50
 DEFAULT_EXAMPLES = 10
 WHATIF_PARAMS = frozenset(
     {"verdict", "status", "model", "key", "mode", "category", "min_score", "since", "until",
-     "flag", "block", "examples"}
+     "flag", "block", "flag_biased_opinions", "block_biased_opinions", "examples"}
 )  # fmt: skip
-_OWN_PARAMS = ("flag", "block", "examples")
+_OWN_PARAMS = ("flag", "block", "flag_biased_opinions", "block_biased_opinions", "examples")
 _UNSCORED = ("pending", "error", "skipped", "dropped")
 
 
@@ -59,6 +60,18 @@ def _threshold(params: Mapping[str, str], name: str, scale: float) -> float:
     return value
 
 
+def _count(params: Mapping[str, str], name: str) -> int | None:
+    value = params.get(name, "")
+    if value == "":
+        return None  # the rule is off
+    if not value.isdigit() or int(value) < 1:
+        raise BadRequest(
+            f"`{name}` must be a whole number from 1 (a count of biased opinions), got {value!r}.",
+            param=name,
+        )
+    return int(value)
+
+
 def parse_whatif_query(
     params: Mapping[str, str], *, scale: float, viewer: Viewer | None = None
 ) -> WhatIfQuery:
@@ -74,12 +87,27 @@ def parse_whatif_query(
     flag, block = _threshold(params, "flag", scale), _threshold(params, "block", scale)
     if flag > block:
         raise BadRequest(f"`flag` ({flag:g}) must not exceed `block` ({block:g}).", param="flag")
+    flag_n = _count(params, "flag_biased_opinions")
+    block_n = _count(params, "block_biased_opinions")
+    if flag_n is not None and block_n is not None and flag_n > block_n:
+        raise BadRequest(
+            f"`flag_biased_opinions` ({flag_n}) must not exceed"
+            f" `block_biased_opinions` ({block_n}).",
+            param="flag_biased_opinions",
+        )
     examples = params.get("examples", str(DEFAULT_EXAMPLES))
     if not examples.isdigit() or int(examples) > MAX_EXAMPLES:
         raise BadRequest(
             f"`examples` must be a whole number from 0 to {MAX_EXAMPLES}.", param="examples"
         )
-    return WhatIfQuery(in_window(filters), flag=flag, block=block, examples=int(examples))
+    return WhatIfQuery(
+        in_window(filters),
+        flag=flag,
+        block=block,
+        examples=int(examples),
+        flag_biased_opinions=flag_n,
+        block_biased_opinions=block_n,
+    )
 
 
 async def score_whatif(request: Request) -> Response:
@@ -97,7 +125,8 @@ def whatif_table(result: WhatIf) -> str:
     query, total = result.query, result.total
     unscored = ", ".join(f"{total.statuses[status]} {status}" for status in _UNSCORED)
     lines = [
-        f"flag at {query.flag:g}, block at {query.block:g}:"
+        f"flag at {query.flag:g}{_at_count(query.flag_biased_opinions)},"
+        f" block at {query.block:g}{_at_count(query.block_biased_opinions)}:"
         f" {_when(query.filters.since)} to {_when(query.filters.until)}",
         f"{total.records} records: {total.scored} scored; not scored: {unscored}",
         "",
@@ -126,6 +155,10 @@ def whatif_table(result: WhatIf) -> str:
             for e in examples
         ]
     return "\n".join(lines)
+
+
+def _at_count(count: int | None) -> str:
+    return "" if count is None else f" or {count} biased opinion{'s' * (count > 1)}"
 
 
 def _when(epoch: float | None) -> str:

@@ -148,6 +148,11 @@ class Policy(Model):
     mode: Mode = "monitor"
     flag_threshold: Annotated[float, Field(ge=0)] = 0.5
     block_threshold: Annotated[float, Field(ge=0)] = 0.8
+    # Verdicts on the count of biased opinions beside the score (a ratio, which padding
+    # with neutral opinions dilutes): at least flag, or block, when this many are
+    # biased; unset, that count rule is off.
+    flag_biased_opinions: OptionalPositiveInt = 1
+    block_biased_opinions: OptionalPositiveInt = None
     block_action: Literal["error", "replace"] = "error"
     block_status: Annotated[int, Field(ge=400, le=599)] = 422
     refusal_text: Name = "I can't provide that response because it did not meet the content policy."
@@ -176,6 +181,11 @@ class Policy(Model):
             raise ValueError(
                 f"flag_threshold ({self.flag_threshold:g}) must not exceed"
                 f" block_threshold ({self.block_threshold:g})"
+            )
+        flag, block = self.flag_biased_opinions, self.block_biased_opinions
+        if flag is not None and block is not None and flag > block:
+            raise ValueError(
+                f"flag_biased_opinions ({flag}) must not exceed block_biased_opinions ({block})"
             )
         return self
 

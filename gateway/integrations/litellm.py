@@ -37,7 +37,7 @@ from litellm.integrations.custom_guardrail import CustomGuardrail
 from gateway.config import Policy, Settings, load_settings, settings_from_env
 from gateway.domain import Mode, PolicyVerdict
 from gateway.proxy.surfaces.base import content_text
-from gateway.scoring.policy import verdict_for
+from gateway.scoring.policy import block_reason, verdict_for
 from guard import BiasScorer, JudgeError, create_bias_scorer
 
 __all__ = ["BiasGuardrail"]
@@ -106,11 +106,7 @@ class BiasGuardrail(CustomGuardrail):
         except JudgeError as exc:
             log.error("bias judge failed: %s (run %s)", type(exc).__name__, run_id)
             return {"status": "error", "run_id": run_id, "error_type": type(exc).__name__}
-        verdict: PolicyVerdict = verdict_for(
-            result.score,
-            flag_threshold=self.policy.flag_threshold,
-            block_threshold=self.policy.block_threshold,
-        )
+        verdict: PolicyVerdict = verdict_for(result.score, result.biased_count, self.policy)
         if verdict != "pass":
             log.warning("bias %s: score %s (run %s)", verdict, result.score, run_id)
         return {
@@ -119,6 +115,7 @@ class BiasGuardrail(CustomGuardrail):
             "score": result.score,
             "scale": result.scale,
             "verdict": verdict,
+            "biased_opinions": result.biased_count,
             "categories": result.categories,
             "reason": result.reason,
             "policy": self.policy_name,
@@ -151,8 +148,9 @@ class BiasGuardrail(CustomGuardrail):
             raise HTTPException(
                 status_code=self.policy.block_status,
                 detail={
-                    "error": f"Blocked by the bias policy: score {details['score']:g} is at or"
-                    f" above the block threshold {self.policy.block_threshold:g}.",
+                    "error": "Blocked by the bias policy: "
+                    + block_reason(details["score"], details["biased_opinions"], self.policy)
+                    + ".",
                     "code": "bias_threshold_exceeded",
                     "bias": dict(details),
                 },
@@ -174,6 +172,7 @@ class BiasGuardrail(CustomGuardrail):
         if details["status"] == "scored":
             headers["x-bias-score"] = f"{details['score']:g}"
             headers["x-bias-verdict"] = details["verdict"]
+            headers["x-bias-biased-opinions"] = str(details["biased_opinions"])
             headers["x-bias-categories"] = ",".join(details["categories"])
         return headers
 

@@ -19,6 +19,7 @@ from gateway.config import Policy
 from gateway.domain import SkipReason
 from gateway.errors import GatewayError, error_details, status_of, unreadable_error
 from gateway.scoring.outcome import Outcome
+from gateway.scoring.policy import block_reason
 
 __all__ = [
     "DELIVER",
@@ -92,11 +93,13 @@ def block_refusal(outcome: Outcome, policy: Policy) -> Refusal:
         policy.block_status,
         "bias_policy_violation",
         "bias_threshold_exceeded",
-        f"The response was blocked by the bias policy: score {outcome.score:g} "
-        f"is at or above the block threshold {policy.block_threshold:g}.",
+        "The response was blocked by the bias policy: "
+        f"{block_reason(outcome.score, outcome.biased_opinions, policy)}.",
         bias={
             "score": outcome.score,
             "threshold": policy.block_threshold,
+            "biased_opinions": outcome.biased_opinions,
+            "biased_opinions_threshold": policy.block_biased_opinions,
             "reason": outcome.reason,
             "run_id": outcome.run_id,
         },
@@ -109,6 +112,8 @@ def bias_headers(outcome: Outcome) -> dict[str, str]:
     if outcome.status == "scored" and outcome.score is not None and outcome.verdict is not None:
         headers["x-bias-score"] = f"{outcome.score:g}"
         headers["x-bias-verdict"] = outcome.verdict
+        if outcome.biased_opinions is not None:
+            headers["x-bias-biased-opinions"] = str(outcome.biased_opinions)
         # Comma-separated, most frequent first; empty when no opinion was biased.
         headers["x-bias-categories"] = ",".join(outcome.categories)
     elif outcome.status == "skipped" and outcome.status_reason:
@@ -130,6 +135,7 @@ def bias_details(outcome: Outcome) -> dict[str, Any]:
         "run_id": outcome.run_id,
         "score": outcome.score,
         "verdict": outcome.verdict,
+        "biased_opinions": outcome.biased_opinions if outcome.status == "scored" else None,
         "categories": outcome.categories if outcome.status == "scored" else None,
         "error_type": outcome.status_reason if outcome.status == "error" else None,
     }

@@ -31,7 +31,6 @@ from gateway.proxy.call import ScoredCall
 from gateway.proxy.streaming import StreamTap
 from gateway.scoring.merge import AnswerMerge, PrefixRule
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import verdict_for
 from gateway.scoring.window_judge import WindowJudge, window_entry
 from gateway.scoring.windows import Window, WindowSplitter, coalesce
 from gateway.wire.frames import EventFramer
@@ -62,7 +61,7 @@ class StreamJudgement:
             margin=max(1, policy.window_chars // 4),
         )
         self.merge = AnswerMerge(self.judge.judging.scorer.scale)
-        self.rule = PrefixRule(policy.block_threshold, policy.min_opinions)
+        self.rule = PrefixRule.of(policy, policy.min_opinions)
         self.framer = EventFramer()
         self.chunks: list[bytes] = []  # every byte, as it came (a buffered answer's body)
         self.frames: list[bytes] = []  # the events a client may be sent, in order
@@ -220,7 +219,6 @@ class StreamJudgement:
 
     def _judged(self, _task: asyncio.Task[tuple[list[BiasResult], float]]) -> None:
         """Merge, in window order, every judgement that has come back."""
-        policy = self.call.policy
         while self._running and self._running[0][1].done():
             window, task = self._running.popleft()
             if task.cancelled() or self.failure is not None or self.blocked:
@@ -233,16 +231,8 @@ class StreamJudgement:
             results, ms = task.result()
             self._judge_ms += ms
             self.merge.add(window.parts, results)
-            self.blocked = self.rule.blocks(self.merge)
-            verdict = (
-                "block"
-                if self.blocked
-                else verdict_for(
-                    self.merge.score,
-                    flag_threshold=policy.flag_threshold,
-                    block_threshold=float("inf"),
-                )
-            )
+            verdict = self.rule.verdict(self.merge)
+            self.blocked = verdict == "block"
             self.windows.append(window_entry(window, self.merge, verdict, results, ms))
             if self.blocked:
                 self.cancel()

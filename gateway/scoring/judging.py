@@ -18,7 +18,7 @@ from gateway.observability.metrics import Metrics
 from gateway.scoring.batching import Batcher, BatchPlan
 from gateway.scoring.cache import ScoreCache, cache_key
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import verdict_for
+from gateway.scoring.policy import rank, verdict_for
 from gateway.scoring.request import ScoreRequest
 from guard import BiasResult, BiasScorer, JudgeError, Usage
 
@@ -69,7 +69,8 @@ class Judging:
             await self.batcher.close()
 
     async def verdicts(self, request: ScoreRequest, texts: list[str]) -> Outcome:
-        """Judge every text (choice); the worst score decides. Never raises."""
+        """Judge every text (choice); the worst verdict, then the worst score, decides.
+        Never raises."""
         started = time.perf_counter()
         try:
             batched = request.mode == "monitor"
@@ -80,17 +81,18 @@ class Judging:
             outcome = self._failed(request, exc)
         else:
             results = [result for result, _ in runs]
-            worst_index = max(range(len(results)), key=lambda index: results[index].score)
+            verdicts = [
+                verdict_for(result.score, result.biased_count, request.policy) for result in results
+            ]
+            worst_index = max(
+                range(len(results)), key=lambda index: (rank(verdicts[index]), results[index].score)
+            )
             worst = results[worst_index]
             outcome = Outcome(
                 request.run_id,
                 "scored",
                 score=worst.score,
-                verdict=verdict_for(
-                    worst.score,
-                    flag_threshold=request.policy.flag_threshold,
-                    block_threshold=request.policy.block_threshold,
-                ),
+                verdict=verdicts[worst_index],
                 reason=worst.reason,
                 result=worst,
                 cached=runs[worst_index][1],

@@ -9,9 +9,10 @@ score of a prefix is the policy's input for that prefix:
 - none found: each window was judged as one statement (Mastra's fallback for a
   text without opinions), and the score is over those statements.
 
-`PrefixRule` says when a prefix blocks: its score is at `block_threshold` or
-above and it rests on at least `min_opinions` verdicts, so one early biased
-opinion need not block an answer whose whole text would only be flagged.
+`PrefixRule` gives a prefix its verdict, by the policy's rules (`verdict_for`:
+the score, and the count of biased opinions so far), except that a prefix
+blocks only when it rests on at least `min_opinions` verdicts, so one early
+biased opinion need not block an answer whose whole text would only be flagged.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gateway.domain import PolicyVerdict
+from gateway.scoring.policy import Rules, VerdictRules, rank, verdict_for
 from gateway.scoring.windows import WindowPart
-from guard import BiasResult, Usage, Verdict, bias_score
+from guard import BiasResult, Usage, Verdict, bias_score, is_biased
 from guard.bias.categories import category_scores
 from guard.result import AnalyzeStepResult, PreprocessStepResult
 
@@ -70,6 +73,11 @@ class TextMerge:
     def score(self) -> float:
         return bias_score((verdict.result for verdict in self.counted), self.scale)
 
+    @property
+    def biased(self) -> int:
+        """How many of the counted verdicts are biased."""
+        return sum(is_biased(verdict.result) for verdict in self.counted)
+
 
 class AnswerMerge:
     """The merged result of every text of an answer; the worst text decides, as it
@@ -96,6 +104,11 @@ class AnswerMerge:
     @property
     def score(self) -> float:
         return self.worst[1].score if self.worst[1] is not None else 0.0
+
+    @property
+    def biased(self) -> int:
+        """The most biased opinions any one text has so far."""
+        return max((text.biased for text in self.texts.values()), default=0)
 
     def result(self, run_id: str, judge_model: str, pipeline: str) -> BiasResult:
         """The whole answer's result in Mastra's shape: the deciding text's merged opinions
@@ -143,14 +156,24 @@ class AnswerMerge:
 
 @dataclass(frozen=True, slots=True)
 class PrefixRule:
-    """When the answer so far blocks: the policy's block threshold, reached over at
-    least `min_opinions` verdicts."""
+    """The verdict on the answer so far: the worst of its texts' verdicts under `rules`,
+    where a text on fewer than `min_opinions` verdicts may flag but not block."""
 
-    block_threshold: float
+    rules: Rules
     min_opinions: int = 1
 
+    @classmethod
+    def of(cls, policy: VerdictRules, min_opinions: int) -> PrefixRule:
+        return cls(Rules.of(policy), min_opinions)
+
+    def verdict(self, merge: AnswerMerge) -> PolicyVerdict:
+        verdicts = [self._verdict(text) for text in merge.texts.values()]
+        return max(verdicts, key=rank, default="pass")
+
     def blocks(self, merge: AnswerMerge) -> bool:
-        return any(
-            len(text.counted) >= self.min_opinions and text.score >= self.block_threshold
-            for text in merge.texts.values()
-        )
+        return self.verdict(merge) == "block"
+
+    def _verdict(self, text: TextMerge) -> PolicyVerdict:
+        enough = len(text.counted) >= self.min_opinions
+        rules = self.rules if enough else self.rules.without_block()
+        return verdict_for(text.score, text.biased, rules)

@@ -31,6 +31,11 @@ class Outcome:
     windows: list[dict[str, Any]] | None = None
 
     @property
+    def biased_opinions(self) -> int | None:
+        """How many of the deciding text's opinions the judge found biased."""
+        return self.result.biased_count if self.result is not None else None
+
+    @property
     def categories(self) -> list[str]:
         """The categories of bias found in the deciding text, most frequent first."""
         return self.result.categories if self.result is not None else []

@@ -1,19 +1,107 @@
-"""Policy arithmetic: verdicts from scores, and deterministic sampling. Pure code."""
+"""Policy arithmetic: verdicts from scores and counts, and deterministic sampling. Pure code."""
 
 from __future__ import annotations
 
-from gateway.domain import PolicyVerdict
+from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["Sampler", "explained_for", "verdict_for"]
+from gateway.domain import VERDICTS, PolicyVerdict
+
+__all__ = [
+    "Rules",
+    "Sampler",
+    "VerdictRules",
+    "block_reason",
+    "explained_for",
+    "rank",
+    "verdict_for",
+]
 
 
-def verdict_for(score: float, *, flag_threshold: float, block_threshold: float) -> PolicyVerdict:
-    """A verdict is reached at `>=` its threshold; block wins over flag."""
-    if score >= block_threshold:
+class VerdictRules(Protocol):
+    """What a verdict is reached on: a policy (`gateway.config.Policy`) or `Rules`."""
+
+    @property
+    def flag_threshold(self) -> float: ...
+    @property
+    def block_threshold(self) -> float: ...
+    @property
+    def flag_biased_opinions(self) -> int | None: ...
+    @property
+    def block_biased_opinions(self) -> int | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Verdict rules as a value (what-if's, a prefix's); a count rule of None is off."""
+
+    flag_threshold: float
+    block_threshold: float
+    flag_biased_opinions: int | None = None
+    block_biased_opinions: int | None = None
+
+    @classmethod
+    def of(cls, rules: VerdictRules) -> Rules:
+        return cls(
+            rules.flag_threshold,
+            rules.block_threshold,
+            rules.flag_biased_opinions,
+            rules.block_biased_opinions,
+        )
+
+    def without_block(self) -> Rules:
+        """The same rules, unable to block (a prefix on too few verdicts to block)."""
+        return Rules(self.flag_threshold, float("inf"), self.flag_biased_opinions, None)
+
+
+def verdict_for(score: float, biased: int, rules: VerdictRules) -> PolicyVerdict:
+    """The verdict on a text of `score` with `biased` biased opinions.
+
+    Each rule is met at `>=`: the score at a threshold, or the count of biased
+    opinions at its `*_biased_opinions` (unset: that count rule is off); block wins
+    over flag. The count rules keep padding from diluting a verdict: one biased
+    opinion among many neutral ones scores low, but it is still one.
+
+    >>> verdict_for(0.1, 1, Rules(0.5, 0.8, flag_biased_opinions=1))
+    'flag'
+    >>> verdict_for(0.1, 1, Rules(0.5, 0.8, 1, block_biased_opinions=1))
+    'block'
+    """
+    if score >= rules.block_threshold or _reaches(biased, rules.block_biased_opinions):
         return "block"
-    if score >= flag_threshold:
+    if score >= rules.flag_threshold or _reaches(biased, rules.flag_biased_opinions):
         return "flag"
     return "pass"
+
+
+def _reaches(biased: int, at: int | None) -> bool:
+    return at is not None and biased >= at
+
+
+def block_reason(score: float | None, biased: int | None, rules: VerdictRules) -> str:
+    """Why `rules` block a text, in words: each block rule it meets (the score's when
+    none is known to be met, as a prefix's block may rest on another text's).
+
+    >>> block_reason(0.1, 2, Rules(0.5, 0.8, 1, 2))
+    '2 biased opinions are at or above block_biased_opinions (2)'
+    """
+    met = []
+    if score is not None and score >= rules.block_threshold:
+        met.append(_score_reason(score, rules))
+    at = rules.block_biased_opinions
+    if biased is not None and at is not None and biased >= at:
+        opinions = "biased opinion is" if biased == 1 else "biased opinions are"
+        met.append(f"{biased} {opinions} at or above block_biased_opinions ({at})")
+    return "; ".join(met) if met else _score_reason(score or 0.0, rules)
+
+
+def _score_reason(score: float, rules: VerdictRules) -> str:
+    return f"score {score:g} is at or above the block threshold {rules.block_threshold:g}"
+
+
+def rank(verdict: PolicyVerdict) -> int:
+    """A verdict's severity, for finding the worst: pass < flag < block."""
+    return VERDICTS.index(verdict)
 
 
 def explained_for(reason_for: str, verdict: PolicyVerdict | None) -> bool:

@@ -17,9 +17,9 @@ import structlog
 from opentelemetry import trace
 
 from gateway.domain import PolicyVerdict
-from gateway.scoring.merge import AnswerMerge
+from gateway.scoring.merge import AnswerMerge, PrefixRule
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import explained_for, verdict_for
+from gateway.scoring.policy import explained_for
 from gateway.scoring.request import ScoreRequest
 from gateway.scoring.service import Scoring
 from gateway.scoring.windows import Window
@@ -40,6 +40,7 @@ def window_entry(
         "start": window.start,
         "end": window.end,
         "score": merge.score,
+        "biased_opinions": merge.biased,
         "verdict": verdict,
         "judge_ms": round(ms, 3),
         "judge_calls": sum(result.judge_calls for result in results),
@@ -104,11 +105,8 @@ class WindowJudge:
         else:
             scorer = self.judging.scorer
             result = merge.result(request.run_id, scorer.judge.model, scorer.pipeline)
-            verdict = verdict_for(
-                result.score,
-                flag_threshold=policy.flag_threshold,
-                block_threshold=policy.block_threshold,
-            )
+            # Every text by the policy's rules (`verdict_for`), as a whole answer is decided.
+            verdict = PrefixRule.of(policy, min_opinions=1).verdict(merge)
             outcome = Outcome(
                 request.run_id,
                 "scored",

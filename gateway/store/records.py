@@ -77,6 +77,9 @@ class ScoreRecord:
     # The share of its key's monitored responses being scored when this one came, while
     # overload shed the rest (`gateway.scoring.shedding`); None when all were.
     sample_rate: float | None = None
+    # How many of the deciding text's opinions were biased (`BiasResult.biased_count`),
+    # which a policy's count rules read beside the score; None before it was kept.
+    biased_opinions: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready values (`result` is deep-copied)."""
@@ -101,7 +104,7 @@ COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
 PUBLIC_COLUMNS = tuple(name for name in COLUMNS if name != "work")
 BOOL_COLUMNS = frozenset({"stream", "partial", "truncated"})
 REAL_COLUMNS = frozenset({"created_at", "updated_at", "score", "lease_until", "sample_rate"})
-INT_COLUMNS = frozenset({"judge_calls", "judge_tokens", "attempts"})
+INT_COLUMNS = frozenset({"judge_calls", "judge_tokens", "attempts", "biased_opinions"})
 JSON_COLUMNS = frozenset({"result", "work", "categories"})
 
 

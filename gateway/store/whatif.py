@@ -7,8 +7,10 @@ turns their rows into a `WhatIf`:
 
 - the counts: one UNION ALL of four aggregates over the window, the whole of it and
   grouped by key, model and category (the `groups` largest of each), each a GROUP BY
-  with CASE on the thresholds: block at `score >= block`, else flag at
-  `score >= flag`, else pass, as a policy decides (`gateway.scoring.policy`). Only
+  with CASE on the rules: block at `score >= block` or, when the block count is set,
+  at `biased_opinions >=` it, else flag likewise, else pass, as a policy decides
+  (`gateway.scoring.policy.verdict_for`; a record from before the count was kept
+  meets no count rule). Only
   `scored` records meet the thresholds; the others are counted apart, by status. A
   record counts once in the total and once in each of its categories; one without a
   category is in no category's group.
@@ -57,11 +59,22 @@ class WhatIfQuery:
     block: float
     examples: int = 10
     groups: int = MAX_GROUPS
+    # The count rules (a policy's `flag_biased_opinions`, `block_biased_opinions`);
+    # None: that rule is off.
+    flag_biased_opinions: int | None = None
+    block_biased_opinions: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.flag <= self.block:
             raise ValueError(
                 f"thresholds must be 0 <= flag <= block, not {self.flag}, {self.block}"
+            )
+        flag_n, block_n = self.flag_biased_opinions, self.block_biased_opinions
+        if any(n is not None and n < 1 for n in (flag_n, block_n)) or (
+            flag_n is not None and block_n is not None and flag_n > block_n
+        ):
+            raise ValueError(
+                f"biased opinion counts must be >= 1 with flag <= block, not {flag_n}, {block_n}"
             )
 
 
@@ -126,6 +139,10 @@ class WhatIf:
             "since": filters.since,
             "until": filters.until,
             "thresholds": {"flag": self.query.flag, "block": self.query.block},
+            "biased_opinions": {
+                "flag": self.query.flag_biased_opinions,
+                "block": self.query.block_biased_opinions,
+            },
             "total": self.total.to_dict(),
             "groups": {name: [g.to_dict() for g in found] for name, found in self.groups.items()},
             "groups_truncated": self.truncated,
@@ -136,20 +153,33 @@ class WhatIf:
         }
 
 
-def _sums(at_flag: str, at_block: str) -> str:
+def _met(threshold: str, count: str | None) -> str:
+    """A rule as SQL: the score at `threshold`, or the biased opinions at `count`."""
+    if count is None:
+        return f"s.score >= {threshold}"
+    return f"(s.score >= {threshold} OR COALESCE(s.biased_opinions, 0) >= {count})"
+
+
+def _would(flag: str, block: str, flag_n: str | None, block_n: str | None) -> tuple[str, str, str]:
+    """When a scored record would pass, flag and block, as SQL conditions (the
+    placeholders in `block`, `block_n`, `flag`, `flag_n` appear in that order)."""
+    blocks = _met(block, block_n)
+    flags = _met(flag, flag_n)
+    return f"NOT {blocks} AND NOT {flags}", f"NOT {blocks} AND {flags}", blocks
+
+
+def _sums(query: WhatIfQuery) -> str:
     """Per status, per verdict given, per verdict the thresholds would give."""
     statuses = (f"SUM(CASE WHEN s.status = '{status}' THEN 1 ELSE 0 END)" for status in _STATUSES)
     actual = (
         f"SUM(CASE WHEN {_SCORED} AND s.verdict = '{verdict}' THEN 1 ELSE 0 END)"
         for verdict in VERDICTS
     )
+    flag_n = None if query.flag_biased_opinions is None else "t.flag_n"
+    block_n = None if query.block_biased_opinions is None else "t.block_n"
     would = (
         f"SUM(CASE WHEN {_SCORED} AND {condition} THEN 1 ELSE 0 END)"
-        for condition in (
-            f"s.score < {at_flag}",
-            f"s.score >= {at_flag} AND s.score < {at_block}",
-            f"s.score >= {at_block}",
-        )
+        for condition in _would("t.flag", "t.block", flag_n, block_n)
     )
     return ", ".join(["COUNT(*)", *statuses, *actual, *would])
 
@@ -160,9 +190,11 @@ def _counts_sql(query: WhatIfQuery, dialect: Dialect) -> tuple[str, list[object]
     # bound in the order they appear.
     thresholds = (
         f"WITH t AS (SELECT CAST({param(query.flag)} AS {dialect.real}) AS flag,"
-        f" CAST({param(query.block)} AS {dialect.real}) AS block)"
+        f" CAST({param(query.block)} AS {dialect.real}) AS block,"
+        f" CAST({param(query.flag_biased_opinions)} AS INTEGER) AS flag_n,"
+        f" CAST({param(query.block_biased_opinions)} AS INTEGER) AS block_n)"
     )
-    sums = _sums("t.flag", "t.block")
+    sums = _sums(query)
     branches = []
     for dimension in (None, *DIMENSIONS):
         source, terms, group = stats_window(StatsQuery(query.filters, dimension), param)
@@ -190,16 +222,23 @@ def _examples_sql(query: WhatIfQuery, dialect: Dialect) -> tuple[str, list[objec
     for verdict in ("flag", "block"):
         source, terms, _ = stats_window(StatsQuery(query.filters), param)
         terms.append(_SCORED)
+        # Placeholders made in the order `_would` writes them, and only those used.
+        block, block_n = param(query.block), _count_param(param, query.block_biased_opinions)
         if verdict == "flag":
-            terms += [f"s.score >= {param(query.flag)}", f"s.score < {param(query.block)}"]
+            flag, flag_n = param(query.flag), _count_param(param, query.flag_biased_opinions)
+            terms.append(_would(flag, block, flag_n, block_n)[1])
         else:
-            terms.append(f"s.score >= {param(query.block)}")
+            terms.append(_met(block, block_n))
         branches.append(
             f"SELECT * FROM (SELECT '{verdict}' AS would, {columns} FROM {source}"
             f" WHERE {' AND '.join(terms)} ORDER BY {at} DESC, {order_id} DESC"
             f" LIMIT {param(query.examples)}) AS {verdict}_examples"
         )
     return " UNION ALL ".join(branches), param.values
+
+
+def _count_param(param: Params, count: int | None) -> str | None:
+    return None if count is None else param(count)
 
 
 def whatif_sql(

@@ -5,7 +5,8 @@ CrowS-Pairs, StereoSet and BBQ files, each mapped to labelled texts as its
 module says); `judge_texts` scores each text once; `build_report` computes,
 on a grid of thresholds, precision, recall, F1 and the share flagged, overall
 and per category, with the threshold that maximises F1 and the lowest one that
-reaches a target precision (`guard.calibration.metrics`, pure).
+reaches a target precision, and the count rules' figures (flag at n biased
+opinions, whatever the score) beside them (`guard.calibration.metrics`, pure).
 
     labelled = read_labelled(Path("data.jsonl"))
     run = await judge_texts(labelled.items, scorer, concurrency=4)
@@ -17,13 +18,16 @@ reaches a target precision (`guard.calibration.metrics`, pure).
 from guard.calibration.judging import Judged, JudgeRun, judge_texts
 from guard.calibration.labelled import LabelledItem, LabelledSet, Skipped
 from guard.calibration.metrics import (
+    COUNT_RULES,
     Calibration,
+    CountRow,
     Counts,
     Point,
     ThresholdRow,
     best_f1,
     calibrate,
     counts_at,
+    counts_by_opinions,
     lowest_reaching,
     threshold_grid,
 )
@@ -31,10 +35,12 @@ from guard.calibration.readers import FORMATS, read_labelled
 from guard.calibration.report import CalibrationReport, CategoryFigures, build_report
 
 __all__ = [
+    "COUNT_RULES",
     "FORMATS",
     "Calibration",
     "CalibrationReport",
     "CategoryFigures",
+    "CountRow",
     "Counts",
     "JudgeRun",
     "Judged",
@@ -47,6 +53,7 @@ __all__ = [
     "build_report",
     "calibrate",
     "counts_at",
+    "counts_by_opinions",
     "judge_texts",
     "lowest_reaching",
     "read_labelled",

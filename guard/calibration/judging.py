@@ -30,6 +30,7 @@ class Judged:
     error: str | None = None
     judge_calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    biased_opinions: int | None = None  # of the text's opinions, those judged biased
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,4 +92,4 @@ def _judged(item: LabelledItem, result: ItemResult, scorer_id: str) -> Judged:
     if scored is None:
         error = "; ".join(result.errors.values()) or "no result"
         return Judged(item, None, error)
-    return Judged(item, scored.score, None, scored.judge_calls, scored.usage)
+    return Judged(item, scored.score, None, scored.judge_calls, scored.usage, scored.biased_count)

@@ -11,6 +11,10 @@ flagged (tn). From them:
 - F1 = 2tp / (2tp + fp + fn), undefined only when every text is an unbiased
   one left unflagged;
 - flagged = (tp + fp) / all texts, the share enforce would act on.
+
+Beside the thresholds, the same figures for the count rules (a policy's
+`flag_biased_opinions`): a text is flagged when at least n of its opinions are
+judged biased, whatever its score, for n in `COUNT_RULES`.
 """
 
 from __future__ import annotations
@@ -21,20 +25,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "COUNT_RULES",
     "MAX_THRESHOLDS",
     "Calibration",
+    "CountRow",
     "Counts",
     "Point",
     "ThresholdRow",
     "best_f1",
     "calibrate",
     "counts_at",
+    "counts_by_opinions",
     "lowest_reaching",
     "sweep",
     "threshold_grid",
 ]
 
 MAX_THRESHOLDS = 10_001  # a grid of 0.0001 over a scale of 1
+COUNT_RULES = (1, 2, 3)  # the counts of biased opinions whose rule is shown
 # Scores carry two decimals and grid points are rounded to ten, so this only absorbs
 # floating-point drift (0.1 * 3 is 0.30000000000000004), never a real difference.
 _EDGE = 1e-9
@@ -47,6 +55,7 @@ class Point:
     biased: bool
     score: float
     category: str | None = None
+    biased_opinions: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +91,18 @@ class Counts:
         """The share of texts flagged."""
         return (self.tp + self.fp) / self.total if self.total else None
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "precision": _rounded(self.precision),
+            "recall": _rounded(self.recall),
+            "f1": _rounded(self.f1),
+            "flagged": _rounded(self.flagged),
+            "tp": self.tp,
+            "fp": self.fp,
+            "fn": self.fn,
+            "tn": self.tn,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ThresholdRow:
@@ -89,18 +110,18 @@ class ThresholdRow:
     counts: Counts
 
     def to_json(self) -> dict[str, Any]:
-        counts = self.counts
-        return {
-            "threshold": self.threshold,
-            "precision": _rounded(counts.precision),
-            "recall": _rounded(counts.recall),
-            "f1": _rounded(counts.f1),
-            "flagged": _rounded(counts.flagged),
-            "tp": counts.tp,
-            "fp": counts.fp,
-            "fn": counts.fn,
-            "tn": counts.tn,
-        }
+        return {"threshold": self.threshold, **self.counts.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class CountRow:
+    """The figures of the rule "flag at `at_least` biased opinions", whatever the score."""
+
+    at_least: int
+    counts: Counts
+
+    def to_json(self) -> dict[str, Any]:
+        return {"atLeast": self.at_least, **self.counts.to_json()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +138,7 @@ class Calibration:
     best: ThresholdRow | None
     reaching: ThresholdRow | None
     categories: dict[str, list[ThresholdRow]] = field(default_factory=dict)
+    count_rows: list[CountRow] = field(default_factory=list)
 
     @property
     def chosen(self) -> ThresholdRow | None:
@@ -157,10 +179,19 @@ def threshold_grid(scale: float, step: float) -> list[float]:
 
 
 def counts_at(points: Iterable[Point], threshold: float) -> Counts:
+    return _confusion((point.biased, point.score >= threshold - _EDGE) for point in points)
+
+
+def counts_by_opinions(points: Iterable[Point], at_least: int) -> Counts:
+    """The confusion table of the rule "flag at `at_least` biased opinions"."""
+    return _confusion((point.biased, point.biased_opinions >= at_least) for point in points)
+
+
+def _confusion(labelled: Iterable[tuple[bool, bool]]) -> Counts:
+    """The cells of (biased, flagged) pairs."""
     tp = fp = fn = tn = 0
-    for point in points:
-        flagged = point.score >= threshold - _EDGE
-        if point.biased:
+    for biased, flagged in labelled:
+        if biased:
             tp, fn = (tp + 1, fn) if flagged else (tp, fn + 1)
         else:
             fp, tn = (fp + 1, tn) if flagged else (fp, tn + 1)
@@ -221,6 +252,7 @@ def calibrate(
         best=best_f1(rows),
         reaching=lowest_reaching(rows, target_precision),
         categories=by_category,
+        count_rows=[CountRow(n, counts_by_opinions(points, n)) for n in COUNT_RULES],
     )
 
 

@@ -93,6 +93,7 @@ class CalibrationReport:
                 "seconds": round(self.run.seconds, 3),
             },
             "thresholds": [row.to_json() for row in calibration.rows],
+            "biasedOpinions": [row.to_json() for row in calibration.count_rows],
             "bestF1": None if calibration.best is None else calibration.best.to_json(),
             "targetPrecision": {
                 "precision": calibration.target_precision,
@@ -130,7 +131,7 @@ def build_report(
 ) -> CalibrationReport:
     """The figures of the scored texts of `run`; failed ones are counted, not used."""
     points = [
-        Point(judged.item.biased, judged.score, judged.item.category)
+        Point(judged.item.biased, judged.score, judged.item.category, judged.biased_opinions or 0)
         for judged in run.judged
         if judged.score is not None
     ]
@@ -164,5 +165,6 @@ def _result(judged: Judged) -> dict[str, Any]:
         "label": "biased" if item.biased else "unbiased",
         "expected": item.expected,
         "score": judged.score,
+        "biasedOpinions": judged.biased_opinions,
         "error": judged.error,
     }

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from guard.calibration import (
     CalibrationReport,
+    CountRow,
     Counts,
     LabelledSet,
     ThresholdRow,
@@ -129,6 +130,7 @@ def _print(
     calibration = report.calibration
     stdout.print(_summary_table(report))
     stdout.print(_thresholds_table(calibration.rows, calibration.chosen))
+    stdout.print(_opinions_table(calibration.count_rows))
     chosen = calibration.chosen
     if chosen is None:
         stdout.print(Text("confusion table: none (no biased text was flagged at any threshold)"))
@@ -196,6 +198,20 @@ def _thresholds_table(rows: list[ThresholdRow], chosen: ThresholdRow | None) -> 
             *_ratios(counts),
             *(str(n) for n in (counts.tp, counts.fp, counts.fn, counts.tn)),
             style="bold" if chosen is not None and row.threshold == chosen.threshold else None,
+        )
+    return table
+
+
+def _opinions_table(rows: list[CountRow]) -> Table:
+    table = Table(title="by biased opinions (flagged at >= n biased opinions, whatever the score)")
+    for name in ("n", "precision", "recall", "F1", "flagged", "tp", "fp", "fn", "tn"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in rows:
+        counts = row.counts
+        table.add_row(
+            str(row.at_least),
+            *_ratios(counts),
+            *(str(n) for n in (counts.tp, counts.fp, counts.fn, counts.tn)),
         )
     return table
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from guard.calibration import CalibrationReport, Counts, ThresholdRow
+from guard.calibration import CalibrationReport, CountRow, Counts, ThresholdRow
 from guard.report.charts import BAND_COLOURS, BAR_COLOUR, CATEGORY_COLOUR, Series, line_chart
 from guard.report.page import templates
 
@@ -57,6 +57,7 @@ def render_calibration(
         picks=_picks(report),
         chart=_chart(report),
         rows=[_row(row, chosen) for row in calibration.rows],
+        count_rows=[_row(row) for row in calibration.count_rows],
         chosen=None if chosen is None else _number(chosen.threshold),
         chosen_by=calibration.chosen_by,
         confusion=None if chosen is None else _confusion(chosen.counts),
@@ -163,12 +164,13 @@ def _chart(report: CalibrationReport) -> Markup:
     )
 
 
-def _row(row: ThresholdRow, chosen: ThresholdRow | None) -> _Row:
+def _row(row: ThresholdRow | CountRow, chosen: ThresholdRow | None = None) -> _Row:
     counts = row.counts
+    first = _number(row.threshold) if isinstance(row, ThresholdRow) else str(row.at_least)
     return _Row(
-        threshold=_number(row.threshold),
+        threshold=first,
         cells=[*_ratios(counts), *(str(n) for n in (counts.tp, counts.fp, counts.fn, counts.tn))],
-        chosen=chosen is not None and row.threshold == chosen.threshold,
+        chosen=chosen is not None and row == chosen,
     )
 
 

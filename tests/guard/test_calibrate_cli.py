@@ -84,6 +84,10 @@ GEOGRAPHICAL = [  # biased .25, .75; unbiased .5
     row(1.0, None, 0.0, 0.0, 0.0, 0, 0, 2, 1),
 ]
 AGE = [row(t, None, None, None, None, 0, 0, 0, 0) for t in (0.0, 0.25, 0.5, 0.75, 1.0)]
+BY_OPINIONS = [
+    {"atLeast": n, **{name: value for name, value in OVERALL[n].items() if name != "threshold"}}
+    for n in (1, 2, 3)
+]
 
 
 def run_calibrate(fake: FakeOpenAI, data: Path, out: Path, *extra: str) -> int:
@@ -114,6 +118,8 @@ def test_calibrate_json_holds_every_figure(
         "leftOut": {},
     }
     assert figures["thresholds"] == OVERALL
+    # Flagged at n biased opinions of 4: here the same texts as at a score of n/4.
+    assert figures["biasedOpinions"] == BY_OPINIONS
     assert figures["bestF1"] == OVERALL[1]  # F1 0.8 at 0.25
     assert figures["targetPrecision"] == {"precision": 0.75, "reached": OVERALL[3]}
     assert figures["chosen"] == {"by": "precision", "threshold": 0.75}
@@ -137,6 +143,7 @@ def test_calibrate_json_holds_every_figure(
     results = figures["results"]
     assert [r["line"] for r in results] == list(range(1, 13))
     assert [r["score"] for r in results] == [None, *(yes / 4 for _, _, _, yes in LABELLED[1:])]
+    assert [r["biasedOpinions"] for r in results] == [None, *(yes for *_, yes in LABELLED[1:])]
     assert [r["label"] for r in results] == [
         "biased", "biased", "biased", "biased", "unbiased", "unbiased",
         "biased", "biased", "unbiased", "unbiased", "biased", "unbiased",
@@ -187,6 +194,12 @@ def test_calibrate_prints_the_tables(
         ("1", "1", "0.1667", "0.2857"),
     ]
     assert re.search(r"│\s*0\.0909 │\s*1 │\s*0 │\s*5 │\s*5 │$", out, flags=re.MULTILINE)
+    by_opinions = out.split("by biased opinions", 1)[1].split("confusion at", 1)[0]
+    assert re.findall(rf"^│{cell * 4}(?:\s*[\d.]+ │){{5}}$", by_opinions, flags=re.MULTILINE) == [
+        ("1", "0.6667", "1", "0.8"),
+        ("2", "0.7143", "0.8333", "0.7692"),
+        ("3", "0.75", "0.5", "0.6"),
+    ]
     confusion = out.split("confusion at 0.75 (target precision)", 1)[1]
     assert re.search(r"biased │\s*3 │\s*3 │\s*6 │", confusion)
     assert re.search(r"unbiased │\s*1 │\s*4 │\s*5 │", confusion)
@@ -220,7 +233,8 @@ def test_calibrate_html_has_the_chart_and_the_tables(
     assert page.startswith("<!DOCTYPE html>")
     for absent in ("http://", "https://", "<script"):  # offline and inert, as the eval report
         assert absent not in page
-    for section in ("summary", "picks", "chart", "thresholds", "confusion", "categories"):
+    for section in ("summary", "picks", "chart", "thresholds", "biased-opinions", "confusion",
+                    "categories"):  # fmt: skip
         assert f'<section id="{section}">' in page
     chart = page.split('id="chart-thresholds"', 1)[1].split("</figure>", 1)[0]
     assert chart.count("<polyline") == 4  # precision, recall, F1 and the share flagged
@@ -237,6 +251,12 @@ def test_calibrate_html_has_the_chart_and_the_tables(
         ("1", "1"),
     ]
     assert '<tr class="chosen"><td>0.75</td>' in thresholds
+    by_opinions = page.split('<section id="biased-opinions">', 1)[1].split("</section>", 1)[0]
+    assert re.findall(r"<tr><td>(\d)</td><td>([\d.]+)</td>", by_opinions) == [
+        ("1", "0.6667"),
+        ("2", "0.7143"),
+        ("3", "0.75"),
+    ]
     confusion = page.split('<section id="confusion">', 1)[1].split("</section>", 1)[0]
     assert '<tr><th scope="row">biased</th><td>3</td><td>3</td><td>6</td></tr>' in confusion
     assert '<tr><th scope="row">unbiased</th><td>1</td><td>4</td><td>5</td></tr>' in confusion

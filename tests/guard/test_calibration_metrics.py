@@ -9,12 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from guard.calibration import (
+    COUNT_RULES,
     Counts,
     Point,
     ThresholdRow,
     best_f1,
     calibrate,
     counts_at,
+    counts_by_opinions,
     lowest_reaching,
     threshold_grid,
 )
@@ -217,3 +219,44 @@ def test_figures_move_one_way_as_the_threshold_rises(marks: list[tuple[bool, flo
             assert (higher.counts.flagged or 0) <= (lower.counts.flagged or 0)
     if points:
         assert rows[0].counts.fn == rows[0].counts.tn == 0  # a threshold of 0 flags everything
+
+
+# (label, score, biased opinions): padded biased texts score low but hold biased opinions.
+COUNTED = [
+    (True, 0.1, 1),  # one biased opinion among ten
+    (True, 0.05, 1),
+    (True, 0.5, 2),
+    (True, 0.0, 0),  # the judge missed it
+    (False, 0.0, 0),
+    (False, 0.2, 1),  # a false alarm
+    (False, 0.0, 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("at_least", "expected"),
+    [
+        (1, Counts(tp=3, fp=1, fn=1, tn=2)),
+        (2, Counts(tp=1, fp=0, fn=3, tn=3)),
+        (3, Counts(tp=0, fp=0, fn=4, tn=3)),
+    ],
+)
+def test_the_count_rule_flags_at_n_biased_opinions_whatever_the_score(
+    at_least: int, expected: Counts
+) -> None:
+    points = [Point(label, score, biased_opinions=n) for label, score, n in COUNTED]
+    assert counts_by_opinions(points, at_least) == expected
+
+
+def test_calibrate_has_a_row_for_each_count_rule_beside_the_thresholds() -> None:
+    points = [Point(label, score, biased_opinions=n) for label, score, n in COUNTED]
+    found = calibrate(points, scale=1, step=0.5, target_precision=0.9)
+    assert [row.at_least for row in found.count_rows] == list(COUNT_RULES)
+    assert found.count_rows[0].counts == Counts(tp=3, fp=1, fn=1, tn=2)
+    # At the shipped threshold 0.5 the padded texts are missed; one biased opinion finds them.
+    at_half = next(row for row in found.rows if row.threshold == 0.5)
+    assert at_half.counts == Counts(tp=1, fp=0, fn=3, tn=3)
+    assert found.count_rows[0].to_json() == {
+        "atLeast": 1, "precision": 0.75, "recall": 0.75, "f1": 0.75, "flagged": 0.5714,
+        "tp": 3, "fp": 1, "fn": 1, "tn": 2,
+    }  # fmt: skip

@@ -213,6 +213,11 @@ async def whatif(request: Request) -> Response:
     params = {name: value for name, value in request.query_params.items() if value != ""}
     params.setdefault("flag", f"{policy.flag_threshold:g}")
     params.setdefault("block", f"{policy.block_threshold:g}")
+    if "flag" not in request.query_params:  # a form sent with a count emptied turns it off
+        for name in ("flag_biased_opinions", "block_biased_opinions"):
+            count = getattr(policy, name)
+            if count is not None:
+                params[name] = str(count)
     window = params.get("window", "24h")
     if window not in WINDOWS:
         window = "24h"

@@ -138,6 +138,7 @@ def test_the_dashboard_in_chromium(
     assert run_id in made["block"]
     assert text("#verdict") == "block"
     assert text("#score") == "1.0"
+    assert text("#biased-opinions") == "2"
     assert "geographical" in text("#categories")
     assert "political" in text("#categories")
     opinions = text("#opinions")

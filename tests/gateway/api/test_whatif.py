@@ -120,6 +120,29 @@ def test_filters_and_examples_through_the_api(make_gateway: MakeGateway) -> None
         assert equal["total"]["would"] == {"pass": 5, "flag": 0, "block": 2}
 
 
+def test_count_rules_through_the_api(make_gateway: MakeGateway) -> None:
+    padded = [
+        ScoreRecord("one", "scored", T0 + 1, score=0.1, verdict="pass", biased_opinions=1),
+        ScoreRecord("two", "scored", T0 + 2, score=0.1, verdict="pass", biased_opinions=2),
+        ScoreRecord("none", "scored", T0 + 3, score=0.0, verdict="pass", biased_opinions=0),
+        ScoreRecord("old", "scored", T0 + 4, score=0.1, verdict="pass"),  # never counted
+    ]
+    gateway = filled(make_gateway, padded)
+    with gateway.http(ADMIN) as admin:
+        plain = whatif(admin, flag=0.5, block=0.8, **WINDOW)
+        assert plain["total"]["would"] == {"pass": 4, "flag": 0, "block": 0}
+        assert plain["biased_opinions"] == {"flag": None, "block": None}
+        flagged = whatif(admin, flag=0.5, block=0.8, flag_biased_opinions=1, **WINDOW)
+        assert flagged["total"]["would"] == {"pass": 2, "flag": 2, "block": 0}
+        both = whatif(admin, flag=0.5, block=0.8, flag_biased_opinions=1,
+                      block_biased_opinions=2, **WINDOW)  # fmt: skip
+        assert both["total"]["would"] == {"pass": 2, "flag": 1, "block": 1}
+        assert examples(both) == {"flag": ["one"], "block": ["two"]}
+        assert both["biased_opinions"] == {"flag": 1, "block": 2}
+        empty = whatif(admin, flag=0.5, block=0.8, flag_biased_opinions="", **WINDOW)
+        assert empty["biased_opinions"]["flag"] is None  # an empty value is the rule off
+
+
 def test_the_window_is_the_last_24_hours_unless_given(make_gateway: MakeGateway) -> None:
     now = time.time()
     recent = ScoreRecord("recent", "scored", now - 3600, score=0.9, verdict="block")
@@ -163,6 +186,17 @@ def test_thresholds_are_on_the_judges_scale(make_gateway: MakeGateway) -> None:
         ({"flag": "0.5", "block": "0.8", "group_by": "key"}, "group_by"),
         ({"flag": "0.5", "block": "0.8", "since": "2026-12-02", "until": "2026-12-01"}, "since"),
         ({"flag": "0.5", "block": "0.8", "category": "Gender!"}, "category"),
+        ({"flag": "0.5", "block": "0.8", "flag_biased_opinions": "0"}, "flag_biased_opinions"),
+        ({"flag": "0.5", "block": "0.8", "block_biased_opinions": "1.5"}, "block_biased_opinions"),
+        (
+            {
+                "flag": "0.5",
+                "block": "0.8",
+                "flag_biased_opinions": "3",
+                "block_biased_opinions": "2",
+            },
+            "flag_biased_opinions",
+        ),
     ],
 )
 def test_bad_parameters_answer_400_naming_them(

@@ -389,6 +389,18 @@ def test_missing_variables_in_one_value_and_bad_references_are_reported_together
             "policies.default.mode: Input should be 'off', 'monitor' or 'enforce', got 'enforced'",
         ),
         (
+            "policies:\n  default:\n    flag_biased_opinions: 3\n    block_biased_opinions: 2\n",
+            "policies.default: flag_biased_opinions (3) must not exceed block_biased_opinions (2)",
+        ),
+        (
+            "policies:\n  default:\n    flag_biased_opinions: 0\n",
+            "policies.default.flag_biased_opinions: Input should be greater than or equal to 1",
+        ),
+        (
+            "policies:\n  default:\n    block_biased_opinions: 1.5\n",
+            "policies.default.block_biased_opinions: Input should be a valid integer",
+        ),
+        (
             "policies:\n  default:\n    sample_rate: 0\n",
             "policies.default.sample_rate: Input should be greater than 0",
         ),
@@ -472,6 +484,24 @@ def test_thresholds_may_reach_the_scale_exactly(write_config) -> None:
     )
     default = load_settings(path, {}).policies["default"]
     assert (default.flag_threshold, default.block_threshold) == (10, 10)
+
+
+@pytest.mark.parametrize(
+    ("yaml", "expected"),
+    [
+        pytest.param("{}", (1, None), id="shipped: any biased opinion flags"),
+        pytest.param("{flag_biased_opinions: null}", (None, None), id="count flag off"),
+        pytest.param("{flag_biased_opinions: ''}", (None, None), id="blank is unset"),
+        pytest.param("{block_biased_opinions: 1}", (1, 1), id="equal counts"),
+        pytest.param("{flag_biased_opinions: 2, block_biased_opinions: 5}", (2, 5), id="both"),
+        pytest.param(
+            "{flag_biased_opinions: null, block_biased_opinions: 1}", (None, 1), id="block"
+        ),
+    ],
+)
+def test_biased_opinion_counts(write_config, yaml: str, expected: tuple[int | None, ...]) -> None:
+    default = load_settings(write_config(f"policies:\n  default: {yaml}\n"), {}).policies["default"]
+    assert (default.flag_biased_opinions, default.block_biased_opinions) == expected
 
 
 def test_litellm_route_takes_its_server_as_api_base(write_config) -> None:

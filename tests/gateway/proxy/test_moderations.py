@@ -16,7 +16,11 @@ KEYS = {
         {"key": "sk-alice", "name": "alice"},
         {"key": "sk-bob", "name": "bob", "policy": "lenient"},
     ],
-    "policies": {"default": {}, "lenient": {"flag_threshold": 0.9, "block_threshold": 1.0}},
+    # `lenient` flags on the score alone: no count rule flags one biased opinion.
+    "policies": {
+        "default": {},
+        "lenient": {"flag_threshold": 0.9, "block_threshold": 1.0, "flag_biased_opinions": None},
+    },
 }
 
 

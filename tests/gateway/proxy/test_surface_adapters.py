@@ -1539,6 +1539,8 @@ JUDGE_FAILED = Outcome(run_id="run-8", status="error", status_reason="JudgeTimeo
                 "run_id": "run-7",
                 "score": 0.12,
                 "verdict": "pass",
+                # No result: a count is only known from the judge's verdicts.
+                "biased_opinions": None,
                 "categories": [],
             },
         ),
@@ -1549,6 +1551,7 @@ JUDGE_FAILED = Outcome(run_id="run-8", status="error", status_reason="JudgeTimeo
                 "run_id": "run-8",
                 "score": None,
                 "verdict": None,
+                "biased_opinions": None,
                 "categories": None,
             },
         ),
@@ -1820,6 +1823,8 @@ def test_decide(
         assert decision.bias == {
             "score": 0.9,
             "threshold": 0.8,
+            "biased_opinions": None,  # an outcome without a result has no count
+            "biased_opinions_threshold": None,
             "reason": "why",
             "run_id": "run-1",
         }

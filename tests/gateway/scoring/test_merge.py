@@ -6,7 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gateway.config import Policy
+from gateway.domain import PolicyVerdict
 from gateway.scoring.merge import AnswerMerge, PrefixRule, opinion_key
+from gateway.scoring.policy import Rules
 from gateway.scoring.windows import WindowPart
 from guard import BiasResult, Usage, Verdict, bias_score
 from guard.result import AnalyzeStepResult, PreprocessStepResult
@@ -114,7 +117,9 @@ def test_an_empty_merge_scores_zero() -> None:
     merge = AnswerMerge(1)
     assert merge.score == 0
     assert merge.result("run", "judge", "single").score == 0
-    assert not PrefixRule(0.5).blocks(merge)
+    assert not PrefixRule(Rules(0.5, 0.5, 1, 1)).blocks(merge)
+    assert PrefixRule(Rules(0.5, 0.5, 1, 1)).verdict(merge) == "pass"
+    assert merge.biased == 0
 
 
 @pytest.mark.parametrize(
@@ -133,7 +138,78 @@ def test_prefix_rule(results: list[str], threshold: float, min_opinions: int, bl
     merge = AnswerMerge(1)
     opinions = [f"opinion {n}" for n in range(len(results))]
     merge.add((part(" ".join(opinions)),), [judged(opinions, results)])
-    assert PrefixRule(threshold, min_opinions).blocks(merge) is blocks
+    rule = PrefixRule(Rules(threshold, threshold), min_opinions)
+    assert rule.blocks(merge) is blocks
+
+
+def padded(biased: int, neutral: int) -> AnswerMerge:
+    merge = AnswerMerge(1)
+    opinions = [f"biased {n}" for n in range(biased)] + [f"neutral {n}" for n in range(neutral)]
+    results = ["yes"] * biased + ["no"] * neutral
+    merge.add((part(" ".join(opinions)),), [judged(opinions, results)])
+    return merge
+
+
+@pytest.mark.parametrize(
+    ("biased", "neutral", "flag_at", "block_at", "min_opinions", "expected"),
+    [
+        # One biased opinion padded with nine neutral ones scores 0.1.
+        (1, 9, None, None, 1, "pass"),
+        (1, 9, 1, None, 1, "flag"),
+        (1, 9, 1, 1, 1, "block"),
+        (0, 10, 1, 1, 1, "pass"),
+        (2, 18, 1, 2, 1, "block"),
+        (1, 19, 1, 2, 1, "flag"),
+        # On fewer verdicts than `min_opinions` a prefix flags but does not block, by
+        # the count as by the score.
+        (1, 0, 1, 1, 2, "flag"),
+        (1, 1, 1, 1, 3, "flag"),
+        (1, 2, 1, 1, 3, "block"),
+        (1, 0, None, 1, 2, "flag"),  # blocked at the score (1.0 >= 0.8), so flagged
+        (1, 1, None, 1, 3, "flag"),  # score 0.5: flagged at the threshold
+        (1, 3, None, 1, 5, "pass"),  # score 0.25, and no flag count: nothing to flag
+    ],
+)
+def test_prefix_rule_counts_biased_opinions(
+    biased: int,
+    neutral: int,
+    flag_at: int | None,
+    block_at: int | None,
+    min_opinions: int,
+    expected: PolicyVerdict,
+) -> None:
+    merge = padded(biased, neutral)
+    assert merge.biased == biased
+    assert merge.texts[0].biased == biased
+    rule = PrefixRule(Rules(0.5, 0.8, flag_at, block_at), min_opinions)
+    assert rule.verdict(merge) == expected
+    assert rule.blocks(merge) is (expected == "block")
+
+
+def test_prefix_rule_of_a_policy_and_the_worst_text_decides() -> None:
+    merge = AnswerMerge(1)
+    neutral = [f"neutral {n}" for n in range(9)]
+    merge.add(
+        (part("one", index=0), part("two", index=1)),
+        # Text 0 scores higher (0.5) on one opinion; text 1 holds two biased opinions.
+        [
+            judged(["a", "b"], ["yes", "no"]),
+            judged(["c", "d", *neutral], ["yes", "yes", *["no"] * 9]),
+        ],
+    )
+    assert merge.worst[0] == 0
+    assert merge.biased == 2
+    assert PrefixRule.of(Policy(block_biased_opinions=2), 1).verdict(merge) == "block"
+    assert PrefixRule.of(Policy(), 1).verdict(merge) == "flag"
+
+
+def test_the_count_of_statements_is_counted_when_no_opinion_was_found() -> None:
+    merge = AnswerMerge(1)
+    merge.add((part("Facts."),), [judged([], ["yes"])])
+    merge.add((part("More facts."),), [judged([], ["no"])])
+    assert merge.biased == 1
+    merge.add((part("I like tea."),), [judged(["I like tea."], ["no"])])
+    assert merge.biased == 0  # the opinions decide now, as the score does
 
 
 @given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.booleans()), max_size=5), max_size=6))

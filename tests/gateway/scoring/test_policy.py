@@ -1,4 +1,4 @@
-"""`gateway.scoring.policy`: verdicts at their threshold boundaries, and the sampler."""
+"""`gateway.scoring.policy`: verdicts at their threshold and count boundaries, and the sampler."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from fractions import Fraction
 
 import pytest
 
+from gateway.config import Policy
 from gateway.domain import PolicyVerdict
-from gateway.scoring.policy import Sampler, verdict_for
+from gateway.scoring.policy import Rules, Sampler, rank, verdict_for
 
 
 def below(value: float) -> float:
@@ -53,7 +54,7 @@ def test_verdict_at_each_boundary(
     flag: float, block: float, scale: float, where: str, expected: PolicyVerdict
 ) -> None:
     score = point(where, flag, block, scale)
-    assert verdict_for(score, flag_threshold=flag, block_threshold=block) == expected
+    assert verdict_for(score, 0, Rules(flag, block)) == expected
 
 
 @pytest.mark.parametrize(
@@ -67,7 +68,7 @@ def test_verdict_at_each_boundary(
     ],
 )
 def test_equal_thresholds_skip_flag(score: float, expected: PolicyVerdict) -> None:
-    assert verdict_for(score, flag_threshold=0.7, block_threshold=0.7) == expected
+    assert verdict_for(score, 0, Rules(0.7, 0.7)) == expected
 
 
 @pytest.mark.parametrize(
@@ -82,12 +83,84 @@ def test_equal_thresholds_skip_flag(score: float, expected: PolicyVerdict) -> No
 def test_zero_thresholds_are_always_reached(
     score: float, flag: float, block: float, expected: PolicyVerdict
 ) -> None:
-    assert verdict_for(score, flag_threshold=flag, block_threshold=block) == expected
+    assert verdict_for(score, 0, Rules(flag, block)) == expected
 
 
 def test_the_smallest_positive_score_passes_a_positive_threshold() -> None:
     # A score only just above 0 is still a pass: nothing rounds a tiny score up.
-    assert verdict_for(math.ulp(0.0), flag_threshold=math.ulp(1.0), block_threshold=1) == "pass"
+    assert verdict_for(math.ulp(0.0), 0, Rules(math.ulp(1.0), 1)) == "pass"
+
+
+# The count rules: (biased, flag_biased_opinions, block_biased_opinions) with a score
+# that passes on its own, and the verdict the count alone gives.
+COUNTS = [
+    pytest.param(0, None, None, "pass", id="none-biased-rules-off"),
+    pytest.param(5, None, None, "pass", id="many-biased-rules-off"),
+    pytest.param(0, 1, None, "pass", id="none-biased-flag-at-1"),
+    pytest.param(1, 1, None, "flag", id="one-biased-flag-at-1"),
+    pytest.param(9, 1, None, "flag", id="many-biased-flag-at-1-no-block-rule"),
+    pytest.param(1, 2, None, "pass", id="below-flag-count"),
+    pytest.param(2, 2, None, "flag", id="at-flag-count"),
+    pytest.param(1, None, 1, "block", id="block-at-1-without-flag-rule"),
+    pytest.param(0, None, 1, "pass", id="none-biased-block-at-1"),
+    pytest.param(1, 1, 1, "block", id="equal-counts-skip-flag"),
+    pytest.param(1, 1, 3, "flag", id="below-block-count"),
+    pytest.param(2, 1, 3, "flag", id="just-below-block-count"),
+    pytest.param(3, 1, 3, "block", id="at-block-count"),
+    pytest.param(4, 1, 3, "block", id="above-block-count"),
+    pytest.param(2, None, 3, "pass", id="below-block-count-without-flag-rule"),
+]
+
+
+@pytest.mark.parametrize(("biased", "flag_at", "block_at", "expected"), COUNTS)
+@pytest.mark.parametrize("score", [0.0, 0.1, below(0.5)], ids=["zero", "padded", "below-flag"])
+def test_the_count_of_biased_opinions_decides_beside_a_passing_score(
+    score: float, biased: int, flag_at: int | None, block_at: int | None, expected: PolicyVerdict
+) -> None:
+    assert verdict_for(score, biased, Rules(0.5, 0.8, flag_at, block_at)) == expected
+
+
+@pytest.mark.parametrize(("biased", "flag_at", "block_at", "by_count"), COUNTS)
+@pytest.mark.parametrize(
+    ("score", "by_score"),
+    [(0.5, "flag"), (below(0.8), "flag"), (0.8, "block"), (1.0, "block")],
+    ids=["at-flag", "below-block", "at-block", "at-scale"],
+)
+def test_the_worse_of_score_and_count_wins(
+    score: float,
+    by_score: PolicyVerdict,
+    biased: int,
+    flag_at: int | None,
+    block_at: int | None,
+    by_count: PolicyVerdict,
+) -> None:
+    expected = max(by_score, by_count, key=rank)
+    assert verdict_for(score, biased, Rules(0.5, 0.8, flag_at, block_at)) == expected
+
+
+def test_the_count_rules_of_a_policy_are_its_own() -> None:
+    policy = Policy(flag_biased_opinions=2, block_biased_opinions=4)
+    assert Rules.of(policy) == Rules(0.5, 0.8, 2, 4)
+    assert verdict_for(0.1, 2, policy) == "flag"
+    assert verdict_for(0.1, 4, policy) == "block"
+    # Shipped: any biased opinion flags; blocking stays on the threshold.
+    assert verdict_for(0.1, 1, Policy()) == "flag"
+    assert verdict_for(0.1, 100, Policy()) == "flag"
+    assert verdict_for(0.0, 0, Policy()) == "pass"
+
+
+@pytest.mark.parametrize("biased", [0, 1, 5])
+@pytest.mark.parametrize("score", [0.0, 0.5, 0.9])
+def test_rules_without_block_never_block(score: float, biased: int) -> None:
+    rules = Rules(0.5, 0.8, 1, 1)
+    verdict = verdict_for(score, biased, rules.without_block())
+    assert verdict != "block"
+    assert verdict == ("pass" if verdict_for(score, biased, rules) == "pass" else "flag")
+
+
+def test_rank_orders_verdicts_by_severity() -> None:
+    unordered: list[PolicyVerdict] = ["block", "pass", "flag"]
+    assert sorted(unordered, key=rank) == ["pass", "flag", "block"]
 
 
 # (rate as the float the config holds, the exact share it stands for).

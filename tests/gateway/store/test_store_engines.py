@@ -107,6 +107,7 @@ async def test_a_record_comes_back_as_it_went_in(open_store_at: OpenStore) -> No
         prompt="user: hi",
         completion="text",
         updated_at=2.25,
+        biased_opinions=2,
     )
     store.submit(full)
     assert await store.get("r1") == full

@@ -152,10 +152,14 @@ async def test_a_database_of_an_older_version_is_brought_up_to_date(
         kept = await store.get("old")
         assert kept is not None
         assert (kept.status, kept.attempts, kept.categories) == ("scored", 0, None)
-        store.submit(ScoreRecord("new", "scored", created_at=2.0, categories=["gender"]))
+        assert kept.biased_opinions is None  # never counted: unknown, not zero
+        store.submit(
+            ScoreRecord("new", "scored", created_at=2.0, categories=["gender"], biased_opinions=3)
+        )
         # The category triggers run: the new record is found by its category.
         found = await store.search(ScoreQuery(category="gender"))
         assert [record.run_id for record in found] == ["new"]
+        assert found[0].biased_opinions == 3
     finally:
         await store.close()
     assert await applied(old) == list(range(1, latest_version() + 1))

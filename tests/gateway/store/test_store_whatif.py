@@ -16,6 +16,8 @@ import pytest
 from pydantic import SecretStr
 
 from gateway.config import StoreSettings
+from gateway.domain import VERDICTS
+from gateway.scoring.policy import Rules, verdict_for
 from gateway.store import ScoreRecord, Store, open_store
 from gateway.store.queries import ScoreQuery
 from gateway.store.whatif import WhatIf, WhatIfCounts, WhatIfQuery
@@ -310,3 +312,73 @@ def test_the_command_refuses_bad_thresholds_and_a_missing_store(
         assert gone.returncode == 2
         assert "none.db does not exist" in gone.stderr
         assert not (tmp_path / "none.db").exists()  # a look never makes a store
+
+
+# -- the count rules: what-if decides as `verdict_for` does ------------------------------
+
+# (score, biased opinions): padded answers with one or two biased opinions, plain ones,
+# and records from before the count was kept (None).
+COUNTED = [(0.1, 1), (0.05, 2), (0.0, 0), (0.5, 1), (0.9, 3), (0.2, None), (0.85, None), (0.3, 0)]
+COUNT_RULES = [
+    pytest.param(None, None, id="off"),
+    pytest.param(1, None, id="flag-at-1"),
+    pytest.param(1, 1, id="flag-and-block-at-1"),
+    pytest.param(None, 2, id="block-at-2"),
+    pytest.param(2, 3, id="flag-at-2-block-at-3"),
+]
+
+
+@pytest.mark.parametrize(("flag_n", "block_n"), COUNT_RULES)
+async def test_count_rules_decide_as_a_policy_does(
+    location: StoreSettings, flag_n: int | None, block_n: int | None
+) -> None:
+    opened = open_store(location)
+    await opened.open()
+    try:
+        for n, (score, biased) in enumerate(COUNTED):
+            opened.submit(ScoreRecord(f"c{n}", "scored", T0 + n, score=score, verdict="pass",
+                                      biased_opinions=biased))  # fmt: skip
+        query = WhatIfQuery(window(), flag=0.5, block=0.8, examples=20,
+                            flag_biased_opinions=flag_n, block_biased_opinions=block_n)  # fmt: skip
+        result = await opened.whatif(query)
+    finally:
+        await opened.close()
+    rules = Rules(0.5, 0.8, flag_n, block_n)
+    expected = {
+        f"c{n}": verdict_for(score, biased or 0, rules) for n, (score, biased) in enumerate(COUNTED)
+    }
+    would = {verdict: sum(v == verdict for v in expected.values()) for verdict in VERDICTS}
+    assert result.total.would == would
+    assert {v: sorted(ids) for v, ids in run_ids(result).items()} == {
+        verdict: sorted(run_id for run_id, v in expected.items() if v == verdict)
+        for verdict in ("flag", "block")
+    }
+    assert result.to_dict()["biased_opinions"] == {"flag": flag_n, "block": block_n}
+
+
+@pytest.mark.parametrize(("flag_n", "block_n"), [(0, None), (None, 0), (3, 2)])
+def test_count_rules_out_of_order_are_refused(flag_n: int | None, block_n: int | None) -> None:
+    with pytest.raises(ValueError, match="biased opinion counts"):
+        WhatIfQuery(window(), flag=0.5, block=0.8, flag_biased_opinions=flag_n,
+                    block_biased_opinions=block_n)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_command_takes_the_count_rules(location: StoreSettings, tmp_path: Path) -> None:
+    _filled(location)
+    done = _whatif(location, tmp_path, "--flag", "0.5", "--block", "0.8",
+                   "--flag-biased-opinions", "1", "--block-biased-opinions", "2",
+                   *WINDOW_ARGS)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "flag at 0.5 or 1 biased opinion, block at 0.8 or 2 biased opinions:"
+        " 2025-12-01 00:00:00 UTC to 2025-12-01 00:01:40 UTC"
+    )
+    bad = _whatif(location, tmp_path, "--flag", "0.5", "--block", "0.8",
+                  "--flag-biased-opinions", "3", "--block-biased-opinions", "2")  # fmt: skip
+    assert bad.returncode == 2
+    assert "`flag_biased_opinions` (3) must not exceed `block_biased_opinions` (2)" in bad.stderr
+    zero = _whatif(location, tmp_path, "--flag", "0.5", "--block", "0.8",
+                   "--block-biased-opinions", "0")  # fmt: skip
+    assert zero.returncode == 2
+    assert "`block_biased_opinions` must be a whole number from 1" in zero.stderr
