@@ -17,11 +17,13 @@ __all__ = [
     "FINAL_STATUSES",
     "HOLDS",
     "MODES",
+    "ON_TAMPER",
     "STATUSES",
     "VERDICTS",
     "Api",
     "Hold",
     "Mode",
+    "OnTamper",
     "PolicyVerdict",
     "Prejudge",
     "ReasonMode",
@@ -35,6 +37,11 @@ __all__ = [
 # `guard.Verdict`, "yes" or "no").
 PolicyVerdict = Literal["pass", "flag", "block"]
 VERDICTS: Final[tuple[PolicyVerdict, ...]] = get_args(PolicyVerdict)
+
+# What a policy does with an answer whose text addressed the judge (a tamper finding,
+# `guard.integrity.tamper`): block it, flag it at least, or go by the score alone.
+OnTamper = Literal["block", "flag", "ignore"]
+ON_TAMPER: Final[tuple[OnTamper, ...]] = get_args(OnTamper)
 
 # How a request is scored: not at all, off the request path, or in it.
 Mode = Literal["off", "monitor", "enforce"]

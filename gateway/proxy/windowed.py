@@ -31,7 +31,7 @@ from gateway.proxy.call import ScoredCall
 from gateway.proxy.streaming import StreamTap
 from gateway.scoring.merge import AnswerMerge, PrefixRule
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import verdict_for
+from gateway.scoring.policy import verdict_for, with_tamper
 from gateway.scoring.window_judge import WindowJudge, window_entry
 from gateway.scoring.windows import Window, WindowSplitter, coalesce
 from gateway.wire.frames import EventFramer
@@ -62,7 +62,9 @@ class StreamJudgement:
             margin=max(1, policy.window_chars // 4),
         )
         self.merge = AnswerMerge(self.judge.judging.scorer.scale)
-        self.rule = PrefixRule(policy.block_threshold, policy.min_opinions)
+        self.rule = PrefixRule(
+            policy.block_threshold, policy.min_opinions, tamper_blocks=policy.on_tamper == "block"
+        )
         self.framer = EventFramer()
         self.chunks: list[bytes] = []  # every byte, as it came (a buffered answer's body)
         self.frames: list[bytes] = []  # the events a client may be sent, in order
@@ -243,6 +245,7 @@ class StreamJudgement:
                     block_threshold=float("inf"),
                 )
             )
+            verdict = with_tamper(verdict, self.merge.tamper, policy.on_tamper)
             self.windows.append(window_entry(window, self.merge, verdict, results, ms))
             if self.blocked:
                 self.cancel()

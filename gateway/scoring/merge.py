@@ -11,20 +11,26 @@ score of a prefix is the policy's input for that prefix:
 
 `PrefixRule` says when a prefix blocks: its score is at `block_threshold` or
 above and it rests on at least `min_opinions` verdicts, so one early biased
-opinion need not block an answer whose whole text would only be flagged.
+opinion need not block an answer whose whole text would only be flagged; or,
+under `on_tamper: block`, any window's text addressed the judge.
+
+`marks` gathers what several results found in their texts (`normalised`,
+`tamper`): the answer's marks are every window's and every text's.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from gateway.scoring.windows import WindowPart
 from guard import BiasResult, Usage, Verdict, bias_score
 from guard.bias.categories import category_scores
 from guard.result import AnalyzeStepResult, PreprocessStepResult
 
-__all__ = ["AnswerMerge", "PrefixRule", "TextMerge", "opinion_key"]
+__all__ = ["AnswerMerge", "PrefixRule", "TextMerge", "marks", "opinion_key"]
 
 _NOT_WORD = re.compile(r"[\W_]+")
 
@@ -32,6 +38,18 @@ _NOT_WORD = re.compile(r"[\W_]+")
 def opinion_key(opinion: str) -> str:
     """An opinion as compared for sameness: lower case, words only."""
     return _NOT_WORD.sub(" ", opinion.casefold()).strip()
+
+
+def marks(results: Iterable[BiasResult]) -> dict[str, Any]:
+    """The `normalised` steps and `tamper` findings of `results` together, each once
+    (a finding by its kind, the first excerpt kept), in the order first met."""
+    normalised: dict[str, None] = {}
+    tamper: dict[str, dict[str, str]] = {}
+    for result in results:
+        normalised.update(dict.fromkeys(result.normalised))
+        for finding in result.tamper:
+            tamper.setdefault(finding["kind"], finding)
+    return {"normalised": list(normalised), "tamper": list(tamper.values())}
 
 
 @dataclass(slots=True)
@@ -97,9 +115,15 @@ class AnswerMerge:
     def score(self) -> float:
         return self.worst[1].score if self.worst[1] is not None else 0.0
 
+    @property
+    def tamper(self) -> list[dict[str, str]]:
+        """What any window of any text found addressed to the judge."""
+        found: list[dict[str, str]] = marks(self.results)["tamper"]
+        return found
+
     def result(self, run_id: str, judge_model: str, pipeline: str) -> BiasResult:
         """The whole answer's result in Mastra's shape: the deciding text's merged opinions
-        and verdicts, and the cost of every window's judgement."""
+        and verdicts, the cost of every window's judgement, and every window's marks."""
         merged = self.worst[1] or TextMerge(self.scale)
         verdicts = merged.counted
         usage = Usage()
@@ -138,18 +162,23 @@ class AnswerMerge:
                 len(verdicts),
                 self.scale,
             ),
+            **marks(self.results),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class PrefixRule:
     """When the answer so far blocks: the policy's block threshold, reached over at
-    least `min_opinions` verdicts."""
+    least `min_opinions` verdicts; or any tamper finding, when `tamper_blocks`
+    (`on_tamper: block`)."""
 
     block_threshold: float
     min_opinions: int = 1
+    tamper_blocks: bool = False
 
     def blocks(self, merge: AnswerMerge) -> bool:
+        if self.tamper_blocks and merge.tamper:
+            return True
         return any(
             len(text.counted) >= self.min_opinions and text.score >= self.block_threshold
             for text in merge.texts.values()

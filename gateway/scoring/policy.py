@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from gateway.domain import PolicyVerdict
+from collections.abc import Sized
 
-__all__ = ["Sampler", "explained_for", "verdict_for"]
+from gateway.domain import OnTamper, PolicyVerdict
+
+__all__ = ["Sampler", "explained_for", "verdict_for", "with_tamper"]
+
+_RANK: dict[PolicyVerdict, int] = {"pass": 0, "flag": 1, "block": 2}
 
 
 def verdict_for(score: float, *, flag_threshold: float, block_threshold: float) -> PolicyVerdict:
@@ -14,6 +18,21 @@ def verdict_for(score: float, *, flag_threshold: float, block_threshold: float) 
     if score >= flag_threshold:
         return "flag"
     return "pass"
+
+
+def with_tamper(verdict: PolicyVerdict, tamper: Sized, on_tamper: OnTamper) -> PolicyVerdict:
+    """`verdict` raised to `on_tamper` when the text tampered (any finding); never lowered.
+
+    >>> with_tamper("pass", [{"kind": "instruction"}], "flag")
+    'flag'
+    >>> with_tamper("block", [{"kind": "instruction"}], "flag")
+    'block'
+    >>> with_tamper("pass", [], "block")
+    'pass'
+    """
+    if not len(tamper) or on_tamper == "ignore":
+        return verdict
+    return verdict if _RANK[verdict] >= _RANK[on_tamper] else on_tamper
 
 
 def explained_for(reason_for: str, verdict: PolicyVerdict | None) -> bool:

@@ -19,7 +19,7 @@ from opentelemetry import trace
 from gateway.domain import PolicyVerdict
 from gateway.scoring.merge import AnswerMerge
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import explained_for, verdict_for
+from gateway.scoring.policy import explained_for, verdict_for, with_tamper
 from gateway.scoring.request import ScoreRequest
 from gateway.scoring.service import Scoring
 from gateway.scoring.windows import Window
@@ -109,6 +109,7 @@ class WindowJudge:
                 flag_threshold=policy.flag_threshold,
                 block_threshold=policy.block_threshold,
             )
+            verdict = with_tamper(verdict, result.tamper, policy.on_tamper)
             outcome = Outcome(
                 request.run_id,
                 "scored",
