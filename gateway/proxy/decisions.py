@@ -87,19 +87,35 @@ def decide(outcome: Outcome, policy: Policy, *, enforce: bool) -> Decision:
 
 
 def block_refusal(outcome: Outcome, policy: Policy) -> Refusal:
-    """The block as an error; also what a live stream ends with when it cannot be replaced."""
+    """The block as an error; also what a live stream ends with when it cannot be replaced.
+
+    A block the score alone did not reach came from tamper (`on_tamper: block`), and
+    says so with its own code."""
+    bias: dict[str, Any] = {
+        "score": outcome.score,
+        "threshold": policy.block_threshold,
+        "reason": outcome.reason,
+        "run_id": outcome.run_id,
+    }
+    if outcome.tamper:
+        bias["tamper"] = outcome.tamper_kinds
+    score = outcome.score if outcome.score is not None else 0.0
+    if outcome.tamper and score < policy.block_threshold:
+        kinds = ", ".join(outcome.tamper_kinds)
+        message = (
+            "The response was blocked by the bias policy: its text addresses the bias "
+            f"judge ({kinds})."
+        )
+        return Refusal(
+            policy.block_status, "bias_policy_violation", "bias_tamper_detected", message, bias=bias
+        )
     return Refusal(
         policy.block_status,
         "bias_policy_violation",
         "bias_threshold_exceeded",
         f"The response was blocked by the bias policy: score {outcome.score:g} "
         f"is at or above the block threshold {policy.block_threshold:g}.",
-        bias={
-            "score": outcome.score,
-            "threshold": policy.block_threshold,
-            "reason": outcome.reason,
-            "run_id": outcome.run_id,
-        },
+        bias=bias,
     )
 
 
@@ -111,6 +127,9 @@ def bias_headers(outcome: Outcome) -> dict[str, str]:
         headers["x-bias-verdict"] = outcome.verdict
         # Comma-separated, most frequent first; empty when no opinion was biased.
         headers["x-bias-categories"] = ",".join(outcome.categories)
+        if outcome.tamper:
+            # Comma-separated kinds of what addressed the judge (`guard.integrity.tamper`).
+            headers["x-bias-tamper"] = ",".join(outcome.tamper_kinds)
     elif outcome.status == "skipped" and outcome.status_reason:
         headers["x-bias-skip-reason"] = outcome.status_reason
     elif outcome.status == "error" and outcome.status_reason:
@@ -131,5 +150,6 @@ def bias_details(outcome: Outcome) -> dict[str, Any]:
         "score": outcome.score,
         "verdict": outcome.verdict,
         "categories": outcome.categories if outcome.status == "scored" else None,
+        "tamper": outcome.tamper_kinds if outcome.status == "scored" else None,
         "error_type": outcome.status_reason if outcome.status == "error" else None,
     }

@@ -1540,6 +1540,7 @@ JUDGE_FAILED = Outcome(run_id="run-8", status="error", status_reason="JudgeTimeo
                 "score": 0.12,
                 "verdict": "pass",
                 "categories": [],
+                "tamper": [],
             },
         ),
         (
@@ -1550,6 +1551,7 @@ JUDGE_FAILED = Outcome(run_id="run-8", status="error", status_reason="JudgeTimeo
                 "score": None,
                 "verdict": None,
                 "categories": None,
+                "tamper": None,
             },
         ),
     ],
