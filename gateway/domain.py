@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final, Literal, get_args
 
 from guard.bias.categories import CATEGORY_ID
+from guard.integrity.tamper import TamperKind
 
 __all__ = [
     "APIS",
@@ -19,6 +20,7 @@ __all__ = [
     "MODES",
     "ON_TAMPER",
     "STATUSES",
+    "TAMPER_KINDS",
     "VERDICTS",
     "Api",
     "Hold",
@@ -31,6 +33,7 @@ __all__ = [
     "SkipReason",
     "Status",
     "StreamPolicy",
+    "TamperKind",
 ]
 
 # What a policy decides for a scored response (a judge's verdict on one opinion is
@@ -42,6 +45,8 @@ VERDICTS: Final[tuple[PolicyVerdict, ...]] = get_args(PolicyVerdict)
 # `guard.integrity.tamper`): block it, flag it at least, or go by the score alone.
 OnTamper = Literal["block", "flag", "ignore"]
 ON_TAMPER: Final[tuple[OnTamper, ...]] = get_args(OnTamper)
+# What a tamper finding says addressed the judge, in the detector's order.
+TAMPER_KINDS: Final[tuple[TamperKind, ...]] = get_args(TamperKind)
 
 # How a request is scored: not at all, off the request path, or in it.
 Mode = Literal["off", "monitor", "enforce"]
