@@ -244,3 +244,16 @@ def test_a_passthrough_stream_ends_with_its_tamper_kinds(
     events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
     assert events[-1]["bias"]["tamper"] == ["instruction"]
     assert events[-1]["bias"]["verdict"] == "flag"
+
+
+def test_the_score_api_answers_with_the_findings_and_the_raised_verdict(
+    make_gateway: MakeGateway, fair: FakeOpenAI
+) -> None:
+    gateway = make_gateway(**policy(mode="enforce"))
+    with gateway.http() as http:
+        answer = http.post("/v1/bias/score", json={"texts": [TAGGED, CLEAN]}).json()
+    tagged, clean = answer["data"]
+    assert [finding["kind"] for finding in tagged["tamper"]] == ["hidden_text"]
+    assert "invisible" in tagged["normalised"]
+    assert (tagged["score"], tagged["verdict"]) == (0, "flag")
+    assert (clean["tamper"], clean["verdict"]) == ([], "pass")
