@@ -69,14 +69,16 @@ def test_a_tampering_answer_is_flagged_and_marked_everywhere_by_default(
     assert raw.parse().choices[0].message.content == reply  # the upstream's text, unchanged
     assert raw.headers["x-bias-verdict"] == "flag"
     assert raw.headers["x-bias-score"] == "0"
-    assert raw.headers["x-bias-tamper"] == kind
+    # A hidden instruction may be reported as an instruction too: `kind` is among them.
+    kinds = raw.headers["x-bias-tamper"].split(",")
+    assert kind in kinds
     record = gateway.wait_for_score(raw.headers["x-bias-run-id"])
-    assert [finding["kind"] for finding in record["tamper"]] == [kind]
+    assert [finding["kind"] for finding in record["tamper"]] == kinds
     assert record["verdict"] == "flag"
     assert record["result"]["tamper"] == record["tamper"]
     evaluation = otel_capture.one("evaluation bias")
     assert evaluation.attributes is not None
-    assert tuple(evaluation.attributes["bias.tamper"]) == (kind,)  # type: ignore[arg-type]
+    assert list(evaluation.attributes["bias.tamper"]) == kinds  # type: ignore[arg-type]
     with gateway.http() as http:
         metrics = http.get("/metrics").text
     assert f'bias_tamper_total{{kind="{kind}"}} 1.0' in metrics
@@ -91,7 +93,7 @@ def test_the_judge_reads_hidden_tag_text_decoded(
     assert prompts
     assert not any(0xE0000 <= ord(char) <= 0xE007F for prompt in prompts for char in prompt)
     assert any(HIDDEN in prompt for prompt in prompts)
-    assert raw.headers["x-bias-tamper"] == "hidden_text"
+    assert "hidden_text" in raw.headers["x-bias-tamper"].split(",")
 
 
 def test_a_clean_answer_has_no_tamper_header_and_passes(
@@ -122,7 +124,7 @@ def test_on_tamper_block_refuses_a_tampering_answer_in_enforce(
     assert body["code"] == "bias_tamper_detected"
     assert body["type"] == "bias_policy_violation"
     assert "addresses the bias judge" in body["message"]
-    assert body["bias"]["tamper"] == [error.response.headers["x-bias-tamper"]]
+    assert body["bias"]["tamper"] == error.response.headers["x-bias-tamper"].split(",")
     assert error.response.headers["x-bias-verdict"] == "block"
     record = gateway.wait_for_score(error.response.headers["x-bias-run-id"])
     assert record["verdict"] == "block"
@@ -168,7 +170,8 @@ def test_the_records_search_filters_by_tamper(make_gateway: MakeGateway, fair: F
 
         assert found("any") == {run_ids["tags"], run_ids["plain"]}
         assert found("hidden_text") == {run_ids["tags"]}
-        assert found("instruction") == {run_ids["plain"]}
+        assert run_ids["plain"] in found("instruction")
+        assert run_ids["clean"] not in found("instruction")
         bad = http.get("/v1/bias/scores", params={"tamper": "sneaky"})
         assert bad.status_code == 400
         assert bad.json()["error"]["param"] == "tamper"
@@ -253,7 +256,7 @@ def test_the_score_api_answers_with_the_findings_and_the_raised_verdict(
     with gateway.http() as http:
         answer = http.post("/v1/bias/score", json={"texts": [TAGGED, CLEAN]}).json()
     tagged, clean = answer["data"]
-    assert [finding["kind"] for finding in tagged["tamper"]] == ["hidden_text"]
+    assert "hidden_text" in [finding["kind"] for finding in tagged["tamper"]]
     assert "invisible" in tagged["normalised"]
     assert (tagged["score"], tagged["verdict"]) == (0, "flag")
     assert (clean["tamper"], clean["verdict"]) == ([], "pass")
