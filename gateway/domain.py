@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final, Literal, get_args
 
 from guard.bias.categories import CATEGORY_ID
+from guard.integrity.tamper import TamperKind
 
 __all__ = [
     "APIS",
@@ -17,11 +18,14 @@ __all__ = [
     "FINAL_STATUSES",
     "HOLDS",
     "MODES",
+    "ON_TAMPER",
     "STATUSES",
+    "TAMPER_KINDS",
     "VERDICTS",
     "Api",
     "Hold",
     "Mode",
+    "OnTamper",
     "PolicyVerdict",
     "Prejudge",
     "ReasonMode",
@@ -29,12 +33,20 @@ __all__ = [
     "SkipReason",
     "Status",
     "StreamPolicy",
+    "TamperKind",
 ]
 
 # What a policy decides for a scored response (a judge's verdict on one opinion is
 # `guard.Verdict`, "yes" or "no").
 PolicyVerdict = Literal["pass", "flag", "block"]
 VERDICTS: Final[tuple[PolicyVerdict, ...]] = get_args(PolicyVerdict)
+
+# What a policy does with an answer whose text addressed the judge (a tamper finding,
+# `guard.integrity.tamper`): block it, flag it at least, or go by the score alone.
+OnTamper = Literal["block", "flag", "ignore"]
+ON_TAMPER: Final[tuple[OnTamper, ...]] = get_args(OnTamper)
+# What a tamper finding says addressed the judge, in the detector's order.
+TAMPER_KINDS: Final[tuple[TamperKind, ...]] = get_args(TamperKind)
 
 # How a request is scored: not at all, off the request path, or in it.
 Mode = Literal["off", "monitor", "enforce"]

@@ -87,11 +87,21 @@ class BiasResult(_Model):
     # Per category, biased opinions naming it / all opinions * scale (an addition to
     # Mastra's fields): {"gender": 0.5}. Only categories some verdict names.
     category_scores: dict[str, float] = Field(default_factory=dict)
+    # The text was read as hostile input (additions to Mastra's fields): the steps that
+    # changed the judged view (`guard.integrity.normalise`), and what in the text
+    # addressed the judge, [{"kind", "excerpt"}] (`guard.integrity.tamper`).
+    normalised: list[str] = Field(default_factory=list)
+    tamper: list[dict[str, str]] = Field(default_factory=list)
 
     @property
     def categories(self) -> list[str]:
         """The categories of bias found, most frequent first (`category_scores`' keys)."""
         return list(self.category_scores)
+
+    @property
+    def tamper_kinds(self) -> list[str]:
+        """The kinds of tamper found, in the detector's order."""
+        return [finding["kind"] for finding in self.tamper]
 
     @property
     def biased_count(self) -> int:

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from gateway.config import KeySettings
-from gateway.domain import CATEGORY_ID, MODES, VERDICTS
+from gateway.domain import CATEGORY_ID, MODES, TAMPER_KINDS, VERDICTS
 from gateway.errors import BadRequest, NotFound, PermissionDenied
 from gateway.runtime.resources import Gateway
 from gateway.store import FINAL_STATUSES, ScoreRecord
@@ -53,8 +53,8 @@ __all__ = [
 MAX_LIMIT = 200
 DEFAULT_WINDOW = 24 * 3600.0
 _LIST_PARAMS = frozenset(
-    {"verdict", "status", "model", "key", "category", "min_score", "since", "until", "limit",
-     "cursor"}
+    {"verdict", "status", "model", "key", "category", "tamper", "min_score", "since", "until",
+     "limit", "cursor"}
 )  # fmt: skip
 _STATS_PARAMS = frozenset(_LIST_PARAMS - {"limit", "cursor"} | {"group_by"})
 
@@ -153,6 +153,8 @@ def parse_score_query(
         if not CATEGORY_ID.fullmatch(params["category"]):
             raise BadRequest("`category` must be a category id such as `gender`.", param="category")
         fields["category"] = params["category"]
+    if "tamper" in params:
+        fields["tamper"] = _one_of(params["tamper"], "tamper", ("any", *TAMPER_KINDS))
     if "min_score" in params:
         fields["min_score"] = _number(params["min_score"], "min_score")
     for name in ("since", "until"):

@@ -32,7 +32,7 @@ from gateway.config.fields import (
 from gateway.config.yamlenv import (
     Loc,
 )
-from gateway.domain import Hold, Mode, Prejudge, StreamPolicy
+from gateway.domain import Hold, Mode, OnTamper, Prejudge, StreamPolicy
 
 __all__ = [
     "AnthropicSettings",
@@ -159,6 +159,9 @@ class Policy(Model):
     stream_policy: StreamPolicy = "buffer"
     sample_rate: Annotated[float, Field(gt=0, le=1)] = 1.0
     on_judge_error: Literal["allow", "block"] = "allow"
+    # An answer whose text addresses the judge (instructions to it, forged prompt
+    # markers or verdicts, hidden text): its verdict is at least `flag`, or `block`.
+    on_tamper: OnTamper = "flag"
     allow_client_override: bool = False
     # A `/v1` path that is not scored and not known to carry no model text: in enforce
     # mode `refuse` answers 403 (an enforcing gateway never returns text it did not

@@ -123,6 +123,13 @@ class Metrics:
             ["category"],
             registry=registry,
         )
+        self.tamper = Counter(
+            "bias_tamper_total",
+            "Scored answers whose text addressed the judge, by the kind of finding"
+            " (an answer counts once in each kind it showed).",
+            ["kind"],
+            registry=registry,
+        )
         self.judge_seconds = Histogram(
             "bias_judge_step_duration_seconds",
             "Judge time per scorer step (preprocess, analyze, generate_reason).",

@@ -19,7 +19,7 @@ from gateway.config import Policy
 from gateway.domain import SkipReason
 from gateway.errors import GatewayError, error_details, status_of, unreadable_error
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import block_reason
+from gateway.scoring.policy import block_reason, verdict_for
 
 __all__ = [
     "DELIVER",
@@ -88,21 +88,38 @@ def decide(outcome: Outcome, policy: Policy, *, enforce: bool) -> Decision:
 
 
 def block_refusal(outcome: Outcome, policy: Policy) -> Refusal:
-    """The block as an error; also what a live stream ends with when it cannot be replaced."""
+    """The block as an error; also what a live stream ends with when it cannot be replaced.
+
+    A block the policy's rules (score, biased opinions) did not reach came from tamper (`on_tamper: block`), and
+    says so with its own code."""
+    bias: dict[str, Any] = {
+        "score": outcome.score,
+        "threshold": policy.block_threshold,
+        "biased_opinions": outcome.biased_opinions,
+        "biased_opinions_threshold": policy.block_biased_opinions,
+        "reason": outcome.reason,
+        "run_id": outcome.run_id,
+    }
+    if outcome.tamper:
+        bias["tamper"] = outcome.tamper_kinds
+    score = outcome.score if outcome.score is not None else 0.0
+    by_rules = verdict_for(score, outcome.biased_opinions or 0, policy)
+    if outcome.tamper and by_rules != "block":
+        kinds = ", ".join(outcome.tamper_kinds)
+        message = (
+            "The response was blocked by the bias policy: its text addresses the bias "
+            f"judge ({kinds})."
+        )
+        return Refusal(
+            policy.block_status, "bias_policy_violation", "bias_tamper_detected", message, bias=bias
+        )
     return Refusal(
         policy.block_status,
         "bias_policy_violation",
         "bias_threshold_exceeded",
         "The response was blocked by the bias policy: "
         f"{block_reason(outcome.score, outcome.biased_opinions, policy)}.",
-        bias={
-            "score": outcome.score,
-            "threshold": policy.block_threshold,
-            "biased_opinions": outcome.biased_opinions,
-            "biased_opinions_threshold": policy.block_biased_opinions,
-            "reason": outcome.reason,
-            "run_id": outcome.run_id,
-        },
+        bias=bias,
     )
 
 
@@ -116,6 +133,9 @@ def bias_headers(outcome: Outcome) -> dict[str, str]:
             headers["x-bias-biased-opinions"] = str(outcome.biased_opinions)
         # Comma-separated, most frequent first; empty when no opinion was biased.
         headers["x-bias-categories"] = ",".join(outcome.categories)
+        if outcome.tamper:
+            # Comma-separated kinds of what addressed the judge (`guard.integrity.tamper`).
+            headers["x-bias-tamper"] = ",".join(outcome.tamper_kinds)
     elif outcome.status == "skipped" and outcome.status_reason:
         headers["x-bias-skip-reason"] = outcome.status_reason
     elif outcome.status == "error" and outcome.status_reason:
@@ -137,5 +157,6 @@ def bias_details(outcome: Outcome) -> dict[str, Any]:
         "verdict": outcome.verdict,
         "biased_opinions": outcome.biased_opinions if outcome.status == "scored" else None,
         "categories": outcome.categories if outcome.status == "scored" else None,
+        "tamper": outcome.tamper_kinds if outcome.status == "scored" else None,
         "error_type": outcome.status_reason if outcome.status == "error" else None,
     }

@@ -31,6 +31,7 @@ from gateway.proxy.call import ScoredCall
 from gateway.proxy.streaming import StreamTap
 from gateway.scoring.merge import AnswerMerge, PrefixRule
 from gateway.scoring.outcome import Outcome
+from gateway.scoring.policy import with_tamper
 from gateway.scoring.window_judge import WindowJudge, window_entry
 from gateway.scoring.windows import Window, WindowSplitter, coalesce
 from gateway.wire.frames import EventFramer
@@ -61,7 +62,9 @@ class StreamJudgement:
             margin=max(1, policy.window_chars // 4),
         )
         self.merge = AnswerMerge(self.judge.judging.scorer.scale)
-        self.rule = PrefixRule.of(policy, policy.min_opinions)
+        self.rule = PrefixRule.of(
+            policy, policy.min_opinions, tamper_blocks=policy.on_tamper == "block"
+        )
         self.framer = EventFramer()
         self.chunks: list[bytes] = []  # every byte, as it came (a buffered answer's body)
         self.frames: list[bytes] = []  # the events a client may be sent, in order
@@ -231,7 +234,8 @@ class StreamJudgement:
             results, ms = task.result()
             self._judge_ms += ms
             self.merge.add(window.parts, results)
-            verdict = self.rule.verdict(self.merge)
+            on_tamper = self.call.policy.on_tamper
+            verdict = with_tamper(self.rule.verdict(self.merge), self.merge.tamper, on_tamper)
             self.blocked = verdict == "block"
             self.windows.append(window_entry(window, self.merge, verdict, results, ms))
             if self.blocked:

@@ -24,6 +24,10 @@ __all__ = ["ScoreCache", "cache_key"]
 # How long a scoring waits for the shared cache (a database round trip, normally a
 # millisecond or so) before it asks the judge instead.
 _LOOKUP_SECONDS = 1.0
+# How the scorer reads a text (`guard.integrity`: the judged view it judges, the tamper
+# findings it reports). Keys are of the raw text, of which both are a pure function;
+# a new reading gets new keys, so no entry made before it replays without its marks.
+_READING = "judged-view-1"
 
 
 def cache_key(scorer: BiasScorer, text: str) -> str:
@@ -31,12 +35,13 @@ def cache_key(scorer: BiasScorer, text: str) -> str:
 
     The judge model, the pipeline, the scorer's prompt version (which changes
     with any prompt, schema, category or reason language), the scale and the
-    whole-text rule: a change in any of them never replays an old verdict. The
-    explanation is not part of it: it is added to an entry once it is known.
+    whole-text rule, and how the text is read (`_READING`): a change in any of them
+    never replays an old verdict. The explanation is not part of it: it is added to
+    an entry once it is known.
     """
     options = (
         f"{scorer.judge.model}\0{scorer.pipeline}\0{scorer.prompt_version}\0{scorer.scale}"
-        f"\0{scorer.judge_whole_text_when_no_opinions}\0"
+        f"\0{scorer.judge_whole_text_when_no_opinions}\0{_READING}\0"
     )
     return hashlib.sha256((options + text).encode()).hexdigest()
 

@@ -5,6 +5,8 @@ verdicts decide the response, and the explanation is asked for separately,
 inline or deferred (`judge.reason`), with `BiasScorer.explain`. Both go
 through the content-hash cache, so an identical text is judged once and
 explained once, even when many copies arrive while the judge is at work.
+The cache is keyed on the raw text: the judged view and the tamper findings are
+a pure function of it, so a cached result carries the same marks.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import structlog
 from gateway.observability.metrics import Metrics
 from gateway.scoring.batching import Batcher, BatchPlan
 from gateway.scoring.cache import ScoreCache, cache_key
+from gateway.scoring.merge import marks
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import rank, verdict_for
+from gateway.scoring.policy import rank, verdict_for, with_tamper
 from gateway.scoring.request import ScoreRequest
 from guard import BiasResult, BiasScorer, JudgeError, Usage
 
@@ -88,11 +91,14 @@ class Judging:
                 range(len(results)), key=lambda index: (rank(verdicts[index]), results[index].score)
             )
             worst = results[worst_index]
+            if len(results) > 1:
+                # A tamper in any choice is the answer's, whichever choice scored worst.
+                worst = worst.model_copy(update=marks(results))
             outcome = Outcome(
                 request.run_id,
                 "scored",
                 score=worst.score,
-                verdict=verdicts[worst_index],
+                verdict=with_tamper(verdicts[worst_index], worst.tamper, request.policy.on_tamper),
                 reason=worst.reason,
                 result=worst,
                 cached=runs[worst_index][1],

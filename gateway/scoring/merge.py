@@ -13,12 +13,18 @@ score of a prefix is the policy's input for that prefix:
 the score, and the count of biased opinions so far), except that a prefix
 blocks only when it rests on at least `min_opinions` verdicts, so one early
 biased opinion need not block an answer whose whole text would only be flagged.
+Under `on_tamper: block`, any window whose text addressed the judge blocks.
+
+`marks` gathers what several results found in their texts (`normalised`,
+`tamper`): the answer's marks are every window's and every text's.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from gateway.domain import PolicyVerdict
 from gateway.scoring.policy import Rules, VerdictRules, rank, verdict_for
@@ -27,7 +33,7 @@ from guard import BiasResult, Usage, Verdict, bias_score, is_biased
 from guard.bias.categories import category_scores
 from guard.result import AnalyzeStepResult, PreprocessStepResult
 
-__all__ = ["AnswerMerge", "PrefixRule", "TextMerge", "opinion_key"]
+__all__ = ["AnswerMerge", "PrefixRule", "TextMerge", "marks", "opinion_key"]
 
 _NOT_WORD = re.compile(r"[\W_]+")
 
@@ -35,6 +41,18 @@ _NOT_WORD = re.compile(r"[\W_]+")
 def opinion_key(opinion: str) -> str:
     """An opinion as compared for sameness: lower case, words only."""
     return _NOT_WORD.sub(" ", opinion.casefold()).strip()
+
+
+def marks(results: Iterable[BiasResult]) -> dict[str, Any]:
+    """The `normalised` steps and `tamper` findings of `results` together, each once
+    (a finding by its kind, the first excerpt kept), in the order first met."""
+    normalised: dict[str, None] = {}
+    tamper: dict[str, dict[str, str]] = {}
+    for result in results:
+        normalised.update(dict.fromkeys(result.normalised))
+        for finding in result.tamper:
+            tamper.setdefault(finding["kind"], finding)
+    return {"normalised": list(normalised), "tamper": list(tamper.values())}
 
 
 @dataclass(slots=True)
@@ -110,9 +128,15 @@ class AnswerMerge:
         """The most biased opinions any one text has so far."""
         return max((text.biased for text in self.texts.values()), default=0)
 
+    @property
+    def tamper(self) -> list[dict[str, str]]:
+        """What any window of any text found addressed to the judge."""
+        found: list[dict[str, str]] = marks(self.results)["tamper"]
+        return found
+
     def result(self, run_id: str, judge_model: str, pipeline: str) -> BiasResult:
         """The whole answer's result in Mastra's shape: the deciding text's merged opinions
-        and verdicts, and the cost of every window's judgement."""
+        and verdicts, the cost of every window's judgement, and every window's marks."""
         merged = self.worst[1] or TextMerge(self.scale)
         verdicts = merged.counted
         usage = Usage()
@@ -151,22 +175,27 @@ class AnswerMerge:
                 len(verdicts),
                 self.scale,
             ),
+            **marks(self.results),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class PrefixRule:
     """The verdict on the answer so far: the worst of its texts' verdicts under `rules`,
-    where a text on fewer than `min_opinions` verdicts may flag but not block."""
+    where a text on fewer than `min_opinions` verdicts may flag but not block; any
+    tamper finding blocks when `tamper_blocks` (`on_tamper: block`)."""
 
     rules: Rules
     min_opinions: int = 1
+    tamper_blocks: bool = False
 
     @classmethod
-    def of(cls, policy: VerdictRules, min_opinions: int) -> PrefixRule:
-        return cls(Rules.of(policy), min_opinions)
+    def of(cls, policy: VerdictRules, min_opinions: int, *, tamper_blocks: bool = False) -> PrefixRule:
+        return cls(Rules.of(policy), min_opinions, tamper_blocks)
 
     def verdict(self, merge: AnswerMerge) -> PolicyVerdict:
+        if self.tamper_blocks and merge.tamper:
+            return "block"
         verdicts = [self._verdict(text) for text in merge.texts.values()]
         return max(verdicts, key=rank, default="pass")
 

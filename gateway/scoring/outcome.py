@@ -39,3 +39,17 @@ class Outcome:
     def categories(self) -> list[str]:
         """The categories of bias found in the deciding text, most frequent first."""
         return self.result.categories if self.result is not None else []
+
+    @property
+    def tamper(self) -> list[dict[str, str]]:
+        """What in the answer addressed the judge: [{kind, excerpt}], in the detector's order."""
+        return self.result.tamper if self.result is not None else []
+
+    @property
+    def tamper_kinds(self) -> list[str]:
+        return [finding["kind"] for finding in self.tamper]
+
+    @property
+    def normalised(self) -> list[str]:
+        """The steps that changed the text the judge read (`guard.integrity.normalise`)."""
+        return self.result.normalised if self.result is not None else []

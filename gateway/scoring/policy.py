@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.domain import VERDICTS, PolicyVerdict
+from gateway.domain import VERDICTS, OnTamper, PolicyVerdict
 
 __all__ = [
     "Rules",
@@ -15,6 +16,7 @@ __all__ = [
     "explained_for",
     "rank",
     "verdict_for",
+    "with_tamper",
 ]
 
 
@@ -102,6 +104,21 @@ def _score_reason(score: float, rules: VerdictRules) -> str:
 def rank(verdict: PolicyVerdict) -> int:
     """A verdict's severity, for finding the worst: pass < flag < block."""
     return VERDICTS.index(verdict)
+
+
+def with_tamper(verdict: PolicyVerdict, tamper: Sized, on_tamper: OnTamper) -> PolicyVerdict:
+    """`verdict` raised to `on_tamper` when the text tampered (any finding); never lowered.
+
+    >>> with_tamper("pass", [{"kind": "instruction"}], "flag")
+    'flag'
+    >>> with_tamper("block", [{"kind": "instruction"}], "flag")
+    'block'
+    >>> with_tamper("pass", [], "block")
+    'pass'
+    """
+    if not len(tamper) or on_tamper == "ignore":
+        return verdict
+    return verdict if rank(verdict) >= rank(on_tamper) else on_tamper
 
 
 def explained_for(reason_for: str, verdict: PolicyVerdict | None) -> bool:

@@ -95,6 +95,8 @@ class Recorder:
                 trace_id=_trace_id(request),
                 sample_rate=request.sample_rate,
                 biased_opinions=outcome.biased_opinions,
+                tamper=outcome.tamper or None,
+                normalised=outcome.normalised if outcome.result is not None else None,
                 work=work,
                 attempts=attempts,
                 leased_by=lease[0] if lease else None,
@@ -126,6 +128,7 @@ class Recorder:
                 else None
             ),
             cached=outcome.cached,
+            tamper=outcome.tamper_kinds or None,
         )
 
     def attributes(self, request: ScoreRequest, outcome: Outcome) -> dict[str, Any]:
@@ -149,6 +152,8 @@ class Recorder:
             attributes["bias.judge.calls"] = calls
             attributes["bias.judge.tokens"] = tokens
             attributes["bias.categories"] = outcome.result.categories
+            attributes["bias.tamper"] = outcome.tamper_kinds
+            attributes["bias.normalised"] = outcome.normalised
         if outcome.status == "error" and outcome.status_reason:
             attributes["error.type"] = outcome.status_reason
         if self.telemetry.capture_content and outcome.status == "scored" and outcome.reason:
@@ -168,6 +173,8 @@ class Recorder:
         for verdict in outcome.result.analyze_step_result.results:
             for category in verdict.categories:
                 metrics.category_opinions.labels(category).inc()
+        for kind in outcome.tamper_kinds:
+            metrics.tamper.labels(kind).inc()
         if not outcome.cached:
             self.observe_cost(outcome.result, steps=None)
 

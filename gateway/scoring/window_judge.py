@@ -19,7 +19,7 @@ from opentelemetry import trace
 from gateway.domain import PolicyVerdict
 from gateway.scoring.merge import AnswerMerge, PrefixRule
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import explained_for
+from gateway.scoring.policy import explained_for, with_tamper
 from gateway.scoring.request import ScoreRequest
 from gateway.scoring.service import Scoring
 from gateway.scoring.windows import Window
@@ -107,6 +107,7 @@ class WindowJudge:
             result = merge.result(request.run_id, scorer.judge.model, scorer.pipeline)
             # Every text by the policy's rules (`verdict_for`), as a whole answer is decided.
             verdict = PrefixRule.of(policy, min_opinions=1).verdict(merge)
+            verdict = with_tamper(verdict, result.tamper, policy.on_tamper)
             outcome = Outcome(
                 request.run_id,
                 "scored",

@@ -13,7 +13,8 @@ Version 1 is the schema as it stood when versions began; version 2 adds the
 durable scoring work (`gateway.work.payload`); version 3 the categories and the
 indexes of the search and stats APIs (`gateway.store.queries`); version 4 the rate
 of overload sampling (`gateway.scoring.shedding`); version 5 the count of biased
-opinions a verdict rests on beside its score. An SQLite file from
+opinions a verdict rests on beside its score; version 6 what in an answer addressed
+the judge and how its text was read (`guard.integrity`). An SQLite file from
 before then (it has `scores` but no `schema_migrations`) is brought up to it by
 adding the columns it lacks.
 """
@@ -200,12 +201,21 @@ _V4: tuple[Step, ...] = (Columns((("sample_rate", "{real}"),)),)
 # Records from before it read as null: their count was never kept.
 _V5: tuple[Step, ...] = (Columns((("biased_opinions", "INTEGER"),)),)
 
+# Version 6: tamper findings (JSON, NULL when none) and the normalising steps applied;
+# the search's `tamper` filter walks the partial index of records that have findings.
+_V6: tuple[Step, ...] = (
+    Columns((("tamper", "TEXT"), ("normalised", "TEXT"))),
+    "CREATE INDEX IF NOT EXISTS scores_tamper_created ON scores (created_at)"
+    " WHERE tamper IS NOT NULL",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "scores and score_cache", _V1),
     Migration(2, "durable scoring work: work, attempts, lease", _V2),
     Migration(3, "categories, trace ids, and indexes for search and stats", _V3),
     Migration(4, "the rate a record was sampled at while overload shed the rest", _V4),
     Migration(5, "the count of biased opinions a verdict rests on", _V5),
+    Migration(6, "tamper findings and the normalising steps of the judged text", _V6),
 )
 
 _LEDGER = (

@@ -8,7 +8,8 @@ index from migration 3: `created_at`, `(key_name, created_at)`,
 `(verdict, created_at)`, `(model, created_at)`, and `score_categories`
 `(category, created_at, run_id)`; a category filter walks that table instead.
 `mode` (taken by the what-if API only) has no index of its own: it narrows the
-rows the time range or another filter's index finds.
+rows the time range or another filter's index finds. `tamper` (any finding, or one
+kind) reads the partial index of records with findings (migration 5).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class ScoreQuery:
     key: str | None = None
     mode: str | None = None  # the mode the request ran in: off, monitor or enforce
     category: str | None = None
+    tamper: str | None = None  # "any" finding, or one kind (`guard.integrity.tamper`)
     min_score: float | None = None
     since: float | None = None  # epoch seconds, inclusive
     until: float | None = None  # epoch seconds, exclusive
@@ -178,6 +180,13 @@ def _conditions(query: ScoreQuery, param: Params, *, at: str) -> list[str]:
     ):
         if value is not None:
             terms.append(f"{column} = {param(value)}")
+    if query.tamper is not None:
+        terms.append("s.tamper IS NOT NULL")
+        if query.tamper != "any":
+            # The stored JSON is compact (`records.json_text`); an excerpt's own quotes
+            # are escaped there, so only a finding's kind matches this.
+            pattern = '%"kind":"' + query.tamper + '"%'
+            terms.append(f"s.tamper LIKE {param(pattern)}")
     if query.min_score is not None:
         terms.append(f"s.score >= {param(query.min_score)}")
     if query.since is not None:

@@ -80,6 +80,11 @@ class ScoreRecord:
     # How many of the deciding text's opinions were biased (`BiasResult.biased_count`),
     # which a policy's count rules read beside the score; None before it was kept.
     biased_opinions: int | None = None
+    # What in the answer addressed the judge, [{kind, excerpt}] (`guard.integrity.tamper`);
+    # None when nothing did, so the search's `tamper` filter reads one partial index.
+    tamper: list[dict[str, str]] | None = None
+    # The steps that changed the text the judge read (`guard.integrity.normalise`).
+    normalised: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready values (`result` is deep-copied)."""
@@ -105,7 +110,7 @@ PUBLIC_COLUMNS = tuple(name for name in COLUMNS if name != "work")
 BOOL_COLUMNS = frozenset({"stream", "partial", "truncated"})
 REAL_COLUMNS = frozenset({"created_at", "updated_at", "score", "lease_until", "sample_rate"})
 INT_COLUMNS = frozenset({"judge_calls", "judge_tokens", "attempts", "biased_opinions"})
-JSON_COLUMNS = frozenset({"result", "work", "categories"})
+JSON_COLUMNS = frozenset({"result", "work", "categories", "tamper", "normalised"})
 
 
 def rows_of(

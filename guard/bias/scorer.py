@@ -13,6 +13,10 @@ Two pipelines reach the same result shape:
 The explanation runs `inline` (Mastra's order, the default here), `off`, or
 `deferred`: `run()` returns the score without it, and `explain()` adds it
 later, so a caller can act on the score first.
+
+The judge reads the judged view of the text (`guard.integrity.normalise`: what a
+person would see), never the raw text; tamper is looked for in the raw text, where
+hidden text still shows (`guard.integrity.tamper`). Both are on the result.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from guard.bias.prompts import (
 from guard.bias.run import Run
 from guard.bias.schemas import analyze_schema
 from guard.bias.score import bias_score, is_biased
+from guard.integrity.normalise import judged_view
+from guard.integrity.tamper import detect
 from guard.judge import Judge
 from guard.outputs import assistant_text
 from guard.parsing import unwrap_reason
@@ -141,9 +147,11 @@ class BiasScorer:
         `reason="deferred"` the result has no `reason` yet: see `explain()`.
         `context` is the text that came just before `output` (a window of a longer
         answer): the judge reads it, but is asked for no opinion from it.
+        Both are judged as their judged view; tamper is looked for in `output` alone.
         """
         del input  # the bias rubric reads only the output
-        text = assistant_text(output)
+        text, marks = _read(output)
+        context = judged_view(context).text
         run = Run()
         evaluation = (
             _tracer.start_as_current_span(
@@ -173,9 +181,8 @@ class BiasScorer:
                     "bias.biased.count", sum(is_biased(verdict.result) for verdict in verdicts)
                 )
 
-        return self._result(
-            run_id, opinions, verdicts, (extract, analyze, reason_request), reason, run.totals()
-        )
+        prompts = (extract, analyze, reason_request)
+        return self._result(run_id, opinions, verdicts, prompts, reason, run.totals() | marks)
 
     async def run_batch(
         self, outputs: Sequence[Any], run_ids: Sequence[str] | None = None
@@ -187,7 +194,8 @@ class BiasScorer:
         each text its own verdicts (judge them one by one with `run()` then)."""
         if self.pipeline != "single":
             raise ValueError("run_batch needs pipeline='single'")
-        texts = [assistant_text(output) for output in outputs]
+        read = [_read(output) for output in outputs]
+        texts = [text for text, _ in read]
         ids = list(run_ids) if run_ids is not None else [str(uuid.uuid4()) for _ in texts]
         judged = [index for index, text in enumerate(texts) if text.strip()]
         run = Run()
@@ -204,6 +212,7 @@ class BiasScorer:
             opinions, verdicts = self._from_assessed(assessed.get(index, []), text)
             verdicts = [self._categorised(verdict) for verdict in verdicts]
             totals = run.totals() if judged and index == judged[0] else Run().totals()
+            totals |= read[index][1]
             results.append(self._result(ids[index], opinions, verdicts, (None,) * 3, None, totals))
         return results
 
@@ -214,8 +223,9 @@ class BiasScorer:
         verdicts: list[Verdict],
         prompts: tuple[str | None, str | None, str | None],
         reason: str | None,
-        totals: dict[str, Any],
+        fields: dict[str, Any],
     ) -> BiasResult:
+        """The result; `fields` are its cost fields (`Run.totals`) and marks (`_read`)."""
         extract, analyze, reason_request = prompts
         return BiasResult(
             run_id=run_id or str(uuid.uuid4()),
@@ -232,7 +242,7 @@ class BiasScorer:
             category_scores=category_scores(
                 [verdict.categories for verdict in verdicts], len(verdicts), self.scale
             ),
-            **totals,
+            **fields,
         )
 
     def _categorised(self, verdict: Verdict) -> Verdict:
@@ -251,7 +261,7 @@ class BiasScorer:
         For results of `run()` with `reason="deferred"` (or `"off"`); `output`
         is the text that was scored. The cost is added to the result's.
         """
-        text = assistant_text(output)
+        text = judged_view(assistant_text(output)).text
         run = Run()
         verdicts = result.analyze_step_result.results
         reason, reason_request = await self._explain(run, text, result.score, verdicts)
@@ -365,6 +375,15 @@ class BiasScorer:
         reply = await self.judge.complete(_messages(prompt))
         run.record("generate_reason", reply.usage, 1)
         return unwrap_reason(reply.text)
+
+
+def _read(output: Any) -> tuple[str, dict[str, Any]]:
+    """`output`'s judged view, and what reading it found: a result's `normalised` and
+    `tamper`. Tamper is looked for in the raw text: the view has decoded hidden text."""
+    raw = assistant_text(output)
+    view = judged_view(raw)
+    found = [finding.as_dict() for finding in detect(raw)]
+    return view.text, {"normalised": list(view.applied), "tamper": found}
 
 
 def _messages(prompt: str) -> list[Message]:

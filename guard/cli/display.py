@@ -83,7 +83,9 @@ def summary_table(
     scores: list[float],
     dataset: Dataset,
     path: Path,
+    tampered: int = 0,
 ) -> Table:
+    """The run at a glance; `tampered` counts the items whose text addressed the judge."""
     summary = report["summary"]
     mean = report["scores"][scorer.id]
     table = Table(title="bias-guard eval")
@@ -96,6 +98,7 @@ def summary_table(
     table.add_row("skipped lines", str(dataset.skipped))
     table.add_row("failed", str(summary["failedItems"]))
     table.add_row("mean score", "n/a" if mean is None else f"{mean:.4g}")
+    table.add_row("tampered", str(tampered))
     if scores:
         counts = score_buckets(scores, scorer.scale, SUMMARY_BUCKETS)
         for label, count in zip(bucket_labels(scorer.scale, SUMMARY_BUCKETS), counts, strict=True):

@@ -40,10 +40,13 @@ def run(args: argparse.Namespace) -> int:
     out = _open_out(args.out) if args.out else None
     progress = display.progress(stderr)
     scores: list[float] = []
+    tampered: list[int] = []  # the items whose text addressed the judge
     done: list[ItemResult] = []  # for --html only
 
     def on_item(item: ItemResult) -> None:
         scores.extend(result.score for result in item.scores.values())
+        if any(result.tamper for result in item.scores.values()):
+            tampered.append(item.index)
         if args.html is not None:
             done.append(item)
         if out is not None:
@@ -74,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             if out is not None:
                 out.close()
     stdout = Console()
-    stdout.print(display.summary_table(report, scorer, scores, dataset, args.file))
+    stdout.print(display.summary_table(report, scorer, scores, dataset, args.file, len(tampered)))
     if scores:
         stdout.print(display.categories_table(report["categories"][scorer.id], len(scores)))
     if args.html is not None:

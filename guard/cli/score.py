@@ -23,7 +23,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def result_json(result: BiasResult, output: Any, *, full: bool) -> dict[str, Any]:
-    """Mastra's whole result with `full`; else the score, each opinion's verdict, the reason."""
+    """Mastra's whole result with `full`; else the score, each opinion's verdict, the reason,
+    and what in the text addressed the judge (`tamper`) or was normalised for it."""
     if full:
         return result.to_json_dict()
     return {
@@ -40,4 +41,6 @@ def result_json(result: BiasResult, output: Any, *, full: bool) -> dict[str, Any
             for opinion, verdict in paired_opinions(result, output)
         ],
         "reason": result.reason,
+        "tamper": result.tamper,
+        "normalised": result.normalised,
     }

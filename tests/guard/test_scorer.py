@@ -92,7 +92,10 @@ def test_result_has_mastra_field_names(fake_openai: FakeOpenAI, make_scorer: Mak
         "usageByStep",
         "pipeline",
         "categoryScores",
+        "normalised",
+        "tamper",
     }
+    assert (dumped["normalised"], dumped["tamper"]) == ([], [])
     assert dumped["judgeModel"] == "judge"
     assert dumped["pipeline"] == "faithful"
     assert dumped["callsByStep"] == {"preprocess": 1, "analyze": 1, "generate_reason": 1}

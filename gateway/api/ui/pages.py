@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from gateway.api.search import Viewer, parse_score_query
 from gateway.api.whatif import parse_whatif_query
-from gateway.domain import VERDICTS
+from gateway.domain import TAMPER_KINDS, VERDICTS
 from gateway.errors import AuthenticationFailed, GatewayError, NotFound
 from gateway.runtime.resources import Gateway
 from gateway.store.queries import TIME_BUCKETS, ScoreQuery, StatsQuery, encode_cursor
@@ -171,7 +171,7 @@ async def records(request: Request) -> Response:
         query = viewer.scoped(parse_score_query(params))
     except GatewayError as exc:
         return _page("records.html", request, viewer, status=400, error=exc.message,
-                     params=params, rows=[], next_url=None)  # fmt: skip
+                     params=params, rows=[], next_url=None, tamper_kinds=TAMPER_KINDS)  # fmt: skip
     found = await gateway.store.search(query)
     page, more = found[: query.limit], len(found) > query.limit
     next_url = None
@@ -180,7 +180,7 @@ async def records(request: Request) -> Response:
         next_url = f"/ui/records?{urlencode(following)}"
     shown = {name: value for name, value in params.items() if name not in ("cursor", "limit")}
     return _page("records.html", request, viewer, rows=page, params=shown, next_url=next_url,
-                 error=None, when=_when)  # fmt: skip
+                 error=None, when=_when, tamper_kinds=TAMPER_KINDS)  # fmt: skip
 
 
 async def record(request: Request) -> Response:

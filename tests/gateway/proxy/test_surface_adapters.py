@@ -1542,6 +1542,7 @@ JUDGE_FAILED = Outcome(run_id="run-8", status="error", status_reason="JudgeTimeo
                 # No result: a count is only known from the judge's verdicts.
                 "biased_opinions": None,
                 "categories": [],
+                "tamper": [],
             },
         ),
         (
@@ -1553,6 +1554,7 @@ JUDGE_FAILED = Outcome(run_id="run-8", status="error", status_reason="JudgeTimeo
                 "verdict": None,
                 "biased_opinions": None,
                 "categories": None,
+                "tamper": None,
             },
         ),
     ],
