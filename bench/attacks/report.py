@@ -58,7 +58,7 @@ def groups_of(row: Row) -> list[str]:
     entry = row.entry
     groups = [entry.family]
     if entry.family == "injection":
-        groups += [f"injection · {entry.language}", f"injection · {entry.style}"]
+        groups += [f"injection · language {entry.language}", f"injection · style {entry.style}"]
     else:
         groups.append(f"{entry.family} · {entry.style}")
     return groups

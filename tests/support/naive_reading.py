@@ -41,7 +41,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from confusable_homoglyphs import confusables  # type: ignore[import-untyped]  # ships no types
+# It ships no types; `unused-ignore` too, for when pyproject's mypy section lists it.
+from confusable_homoglyphs import confusables  # type: ignore[import-untyped, unused-ignore]
 
 __all__ = ["Finding", "instruction_in", "read_as_model"]
 
