@@ -14,7 +14,11 @@ It does not credit the prompt's fence: an instruction counts wherever it sits,
 inside boundary markers, in a window's context or in the list of opinions, as it
 would for a model that reads its prompt as one stream of orders. That is a worst
 case on purpose: a defence measured against it does not rely on the judge
-respecting the fence.
+respecting the fence. It only knows its own task: a line of the prompt that is a
+line of the gateway's prompt templates (`guard.bias.prompts` and the batch prompt,
+built around a probe text; digits, as in a random boundary marker, ignored) is the
+task, not an instruction about it, so rules such as "return an empty list" or a
+warning about instructions in the text do not steer it.
 
 Serve it with `python -m tests.support.gullible_judge --port 9200`; its
 OpenAI-compatible endpoint is `/v1/chat/completions`, for any model name.
@@ -22,7 +26,9 @@ OpenAI-compatible endpoint is `/v1/chat/completions`, for any model name.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from typing import Any
 
 from starlette.applications import Starlette
@@ -33,19 +39,57 @@ from starlette.routing import Route
 from gateway.demo import apis
 from gateway.demo.server import judge_answer
 from gateway.proxy.surfaces.base import content_text
+from guard.bias.batch import batch_prompt
+from guard.bias.prompts import SYSTEM_PROMPT, BiasPrompts
 from tests.support.naive_reading import Finding, instruction_in
 
 __all__ = ["GullibleJudge", "gullible_answer", "obeyed"]
 
 
+_PROBE = "probe-text-of-the-gullible-judge"
+_DIGITS = re.compile(r"[\w-]*\d[\w-]*")
+
+
+def _shape(line: str) -> str:
+    """A line with its words that hold digits (numbers, random markers) blanked."""
+    return _DIGITS.sub("#", line.strip())
+
+
+@functools.cache
+def _task_lines() -> frozenset[str]:
+    """The shapes of the lines of every judge prompt the gateway writes, but the text's."""
+    prompts = BiasPrompts()
+    built = [
+        SYSTEM_PROMPT,
+        prompts.extract(_PROBE),
+        prompts.extract(_PROBE, context=_PROBE),
+        prompts.analyze(_PROBE, [_PROBE]),
+        prompts.analyze(_PROBE, [_PROBE], context=_PROBE),
+        prompts.assess(_PROBE),
+        prompts.assess(_PROBE, judge_whole_text=False, context=_PROBE),
+        prompts.reason(_PROBE, 0.5, 1.0, [_PROBE]),
+        batch_prompt(prompts, [_PROBE, _PROBE], judge_whole_text=True),
+        batch_prompt(prompts, [_PROBE], judge_whole_text=False),
+    ]
+    return frozenset(
+        _shape(line)
+        for prompt in built
+        for line in prompt.splitlines()
+        if line.strip() and _PROBE not in line
+    )
+
+
 def _prompt(body: dict[str, Any]) -> str:
-    """Every message of the judge call, as one text: a naive model reads them all."""
+    """Every message of the judge call, as one text (a naive model reads them all), less
+    the lines of its task."""
     messages = body.get("messages") or []
-    return "\n\n".join(
+    text = "\n\n".join(
         content_text(message.get("content"), separator=" ")
         for message in messages
         if isinstance(message, dict)
     )
+    task = _task_lines()
+    return "\n".join(line for line in text.splitlines() if _shape(line) not in task)
 
 
 def obeyed(body: dict[str, Any]) -> Finding | None:
