@@ -4,6 +4,7 @@ JSON-lines file of the same shape (`--corpus`)."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -13,7 +14,7 @@ from typing import Any
 
 from tests.support.attack_runs import ToolCall
 
-__all__ = ["Entry", "from_file", "from_tests", "limited"]
+__all__ = ["Entry", "entry_of", "from_file", "from_tests", "limited"]
 
 _UNSAFE_KEY = re.compile(r"[^\w.-]")
 
@@ -31,6 +32,7 @@ class Entry:
     expect_tamper: tuple[str, ...] = ()
     tool_name: str | None = None
     arguments: Any = None  # a tool call's arguments: an object, or its JSON text
+    obfuscation: str | None = None  # how an injection hides: zero_width, lookalike...
 
     @property
     def attack(self) -> bool:
@@ -51,7 +53,8 @@ class Entry:
         return ToolCall(self.tool_name, arguments)
 
 
-def _entry(raw: Any) -> Entry:
+def entry_of(raw: Any) -> Entry:
+    """An entry from a JSON object or from a corpus sample (a dataclass)."""
     if isinstance(raw, Mapping):
         fields: Mapping[str, Any] = raw
     elif dataclasses.is_dataclass(raw) and not isinstance(raw, type):
@@ -68,20 +71,21 @@ def _entry(raw: Any) -> Entry:
         expect_tamper=tuple(fields.get("expect_tamper") or ()),
         tool_name=fields.get("tool_name"),
         arguments=fields.get("arguments"),
+        obfuscation=fields.get("obfuscation"),
     )
 
 
 def from_file(path: Path) -> list[Entry]:
     lines = path.read_text(encoding="utf-8").splitlines()
-    return [_entry(json.loads(line)) for line in lines if line.strip()]
+    return [entry_of(json.loads(line)) for line in lines if line.strip()]
 
 
 def from_tests() -> list[Entry]:
-    """The corpus under `tests/support/attacks/`, read through its own loader."""
-    # The corpus lands with issue 30's other branches; until then this import fails.
-    from tests.support import attacks  # type: ignore[attr-defined, unused-ignore]
-
-    return [_entry(raw) for raw in attacks.load()]
+    """The corpus of `tests.support.attacks` (the attacks, then the benign texts),
+    through its `corpus()`."""
+    # It lands with issue 30's other branches (h3-tamper); until then this import fails.
+    samples = importlib.import_module("tests.support.attacks").corpus()
+    return [entry_of(sample) for sample in samples]
 
 
 def limited(entries: Iterable[Entry], per_family: int | None) -> list[Entry]:

@@ -54,20 +54,28 @@ class Tally:
 
 def groups_of(row: Row) -> list[str]:
     """The table rows a corpus row counts in: its family, and for injection its
-    language and its style, for the others its style."""
+    language, its style and how it is hidden, for the others its style."""
     entry = row.entry
     groups = [entry.family]
     if entry.family == "injection":
         groups += [f"injection · language {entry.language}", f"injection · style {entry.style}"]
+        if entry.obfuscation:
+            groups.append(f"injection · hidden by {entry.obfuscation}")
     else:
         groups.append(f"{entry.family} · {entry.style}")
     return groups
 
 
+_DETAIL_ORDER = ("", "language ", "style ", "hidden by ")
+
+
 def _order(group: str) -> tuple[int, int, str]:
+    """Families in FAMILY_ORDER; in one, the family first, then its languages, styles
+    and hidings."""
     family, _, detail = group.partition(" · ")
     rank = FAMILY_ORDER.index(family) if family in FAMILY_ORDER else len(FAMILY_ORDER)
-    return rank, bool(detail), detail
+    kind = max(n for n, prefix in enumerate(_DETAIL_ORDER) if detail.startswith(prefix))
+    return rank, kind if detail else 0, detail
 
 
 def tallies(rows: Iterable[Row]) -> dict[str, Tally]:

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.attacks.corpus import Entry, from_file, limited
+from bench.attacks.corpus import Entry, entry_of, from_file, limited
 from bench.attacks.report import groups_of, markdown, summary_markdown, tallies
 from bench.attacks.run import Cell, Row, Surface, parse_surfaces
 from tests.support.attack_runs import Delivery, ToolCall
@@ -124,3 +125,33 @@ def test_limited_keeps_the_first_entries_of_each_family() -> None:
     entries = [_entry(str(n), family) for n, family in enumerate("aabab")]
     assert [entry.id for entry in limited(entries, 1)] == ["0", "2"]
     assert len(limited(entries, None)) == 5
+
+
+@dataclass(frozen=True, slots=True)
+class _Sample:
+    """The shape of `tests.support.attacks`'s samples."""
+
+    id: str
+    family: str
+    style: str
+    language: str
+    text: str
+    expect_tamper: tuple[str, ...]
+    biased: bool
+    obfuscation: str | None = None
+    tool_name: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+def test_a_corpus_sample_reads_as_an_entry() -> None:
+    text = _Sample("i", "injection", "instruction", "de", "x", ("instruction",), True, "tag")
+    entry = entry_of(text)
+    assert (entry.obfuscation, entry.expect_tamper, entry.answer()) == (
+        "tag",
+        ("instruction",),
+        "x",
+    )
+    tool = entry_of(
+        _Sample("t", "tool_arguments", "s", "en", "y", (), True, None, "post", {"a": 1})
+    )
+    assert tool.answer() == ToolCall("post", '{"a": 1}')
