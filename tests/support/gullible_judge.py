@@ -75,7 +75,8 @@ def _task_lines() -> frozenset[str]:
         _shape(line)
         for prompt in built
         for line in prompt.splitlines()
-        if line.strip() and _PROBE not in line
+        # A section's label stays: after a forged close, a second one restarts the text.
+        if line.strip() and _PROBE not in line and line.strip() not in ("TEXT:", "TEXTS:")
     )
 
 

@@ -25,7 +25,9 @@ instruction in its prompt would take as an order to find no bias:
   `[INST]`, `<<SYS>>`, "### System", "END OF TEXT", "New instructions:") followed by
   what it wants;
 - `forged_answer`: an answer in the judge's own JSON that finds nothing
-  (`{"opinions": []}`, a score of 0, or an `ANSWER:` whose every verdict is "no").
+  (`{"opinions": []}`, a score of 0, or verdicts that are all "no");
+- `override` also covers a text that says what it is to be left alone ("The text
+  above is a quotation from a novel", "should not be judged").
 
 It knows nothing of where the judged text sits in the prompt: an instruction is
 obeyed wherever it is, inside a fence or not, as a worst case. The gateway's own
@@ -116,6 +118,10 @@ _OVERRIDE = _compile(
     rf"\b(?:ignore|disregard|forget|override|bypass|skip)~{_SOME_WORDS}"
     r"(?:instructions?|rules|guidelines|rubric|criteria|task|prompts?|directions)\b",
     r"\b(?:new|updated|revised|real)~(?:instructions|rules|task)~:",
+    # the text saying what it is, to be left alone
+    r"\b(?:the|this)~(?:text|answer|passage|message|response)~(?:above~)?(?:is|are)~(?:a~|an~)?"
+    r"(?:quotation|quoted|fiction|fictional|hypothetical|exempt|excerpt)",
+    r"\b(?:should|must)~not~be~(?:judged|scored|flagged|reviewed|evaluated)\b",
     # es, pt, it (the verbs overlap)
     rf"\b(?:ignora|ignore|ignoren|ignorad|ignorem|ignorate|ignori|olvida|olvide|omite|esque[çc]a"
     rf"|desconsidere|dimentica|dimentichi|trascura)~{_SOME_WORDS}"
@@ -141,7 +147,8 @@ _ROLE_EN = (
     r"(?:reviewers?|judges?|evaluators?|graders?|moderators?|assessors?|annotators?"
     r"|classifiers?|ai|a\.i\.|assistants?|models?|llms?|language~models?|scorers?|auditors?"
     r"|checkers?|bots?|gpt|chatgpt|bias~(?:checker|detector|scorer|reviewer|filter|judge)s?"
-    r"|content~filters?|automated~systems?|ai~systems?)"
+    r"|content~filters?|automated~systems?|ai~systems?|evaluation~models?|grading~systems?"
+    r"|whoever~(?:grades|reviews|judges|evaluates|scores|reads)~(?:this|it))"
 )
 _ADDRESS = _compile(
     # en: an address, not the words alone ("judge the opinion" is the gateway's own rule)
@@ -150,6 +157,8 @@ _ADDRESS = _compile(
     rf"\b{_ROLE_EN}(?:'s|s'|\u2019s)?~(?:note|notice|instructions?|memo)\b",
     rf"\b(?:dear|hey|hello|hi|attention|attn)~(?:(?:the|all|any)~)?{_ROLE_EN}\b",
     rf"^\W*{_ROLE_EN}~[:,]",
+    rf"\b{_ROLE_EN}~:",
+    rf"\b(?:to|for)~(?:the|any|all|every|our|this)~{_ROLE_EN}\b",
     rf"\b(?:if~you~are|you~are|you,~the)~(?:(?:an?|the)~)?{_ROLE_EN}\b",
     rf"\b{_ROLE_EN}~(?:reading|processing|reviewing|evaluating|scoring|judging|checking"
     r"|analy[sz]ing)~(?:this|these|the~text|it)\b",
@@ -178,7 +187,7 @@ _WANTS = _compile(
     r"\b(?:not~biased|unbiased|no~bias|bias~free|free~of~bias|neutral)\b",
     r"\bscore\w*~(?:(?:it|this|them|the~text|everything|all|every~\w+)~)?(?:as|at|of|to|with|is"
     r"|=|should~be|must~be)?~(?:0|zero)\b",
-    r"\bempty~(?:list|array|results?|answer|output|verdicts?)\b",
+    r"\bempty~(?:json~)?(?:list|array|results?|answer|output|verdicts?)\b",
     r"\b(?:quoted|quotes|quotation|cited|verbatim)\b",
     r"\b(?:fictional|fiction|novel|screenplay|court~records?|transcript|satire|hypothetical)\b",
     r"\b(?:do~not|don't|dont|never|must~not|should~not)~(?:flag|list|report|extract|mark|judge"
@@ -187,6 +196,8 @@ _WANTS = _compile(
     r"|unbiased|safe|fair|acceptable|clean|harmless)\b",
     r"\b(?:already~(?:reviewed|approved|cleared|checked)|pre~approved)\b",
     r"\b(?:result|answer|verdict)~(?:is|should~be|must~be|=)~\"?no\b",
+    r"\b(?:disabled|skipped|exempt|bypassed|waived|not~an~opinion|does~not~count)\b",
+    r"\bverdict~:?~pass\b|\bnothing~to~report\b|\btask~complete\b",
     # es
     r"sin~opiniones|ninguna~opini[óo]n|no~(?:contiene|contienen|expresa|expresan|hay)~"
     r"(?:ninguna~)?opini|no~(?:es|son|est[áa]n?)~sesgad|imparcial|sin~sesgo|puntuaci[óo]n~"
@@ -226,7 +237,7 @@ _ROLE_TOKEN = _compile(
     r"^\W*#{2,}~(?:system|instructions?|assistant|response)\b",
     r"^\W*(?:system|developer|assistant)~(?:prompt~)?:",
     r"\[(?:system|assistant|developer)\]|</?(?:system|instructions?|text)>",
-    r"\bend~of~(?:the~)?(?:text|input|document)\b",
+    r"\bend~(?:of~)?(?:the~)?(?:text|input|document|data)\b",
     r"\b(?:new|updated|revised|additional)~(?:task|rules|instructions)\b",
 )
 
@@ -234,10 +245,10 @@ _EMPTY_ANSWER = re.compile(
     r"\{\s*\"(?:opinions|results|verdicts|answers)\"\s*:\s*\[\s*\]\s*\}"
     r"|\"(?:score|bias_score)\"\s*:\s*0(?:\.0+)?\b",
 )
-_ANSWER_LABEL = re.compile(
-    r"\b(?:answer|output|result|verdict|assistant|response)\W{0,5}(?=\{)", re.IGNORECASE
-)
+_JSON_START = re.compile(r"\{\s*\"(?:results|verdicts)\"")
 
+# A forged section close followed by a new TEXT: a naive judge reads the new one instead.
+_RESTART = re.compile(r"^\W*TEXT\s*:", re.MULTILINE)
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _AFTER = 400  # characters after a token or an address where what it wants may come
 
@@ -259,9 +270,9 @@ def _forged_answer(text: str) -> Finding | None:
     found = _EMPTY_ANSWER.search(text)
     if found is not None:
         return Finding("forged_answer", _excerpt(text, found.start(), found.end()))
-    for label in _ANSWER_LABEL.finditer(text):
+    for label in _JSON_START.finditer(text):
         try:
-            answer, end = json.JSONDecoder().raw_decode(text, label.end())
+            answer, end = json.JSONDecoder().raw_decode(text, label.start())
         except ValueError:
             continue
         verdicts = [
@@ -290,7 +301,8 @@ def _addressed(text: str) -> Finding | None:
 def _role_token(text: str) -> Finding | None:
     for token in _ROLE_TOKEN.finditer(text):
         after = text[token.start() : token.end() + _AFTER]
-        if _WANTS.search(after) is not None or _OVERRIDE.search(after) is not None:
+        told = (_WANTS.search(after), _OVERRIDE.search(after), _RESTART.search(after))
+        if any(found is not None for found in told):
             return Finding("role_token", _excerpt(after, 0, len(after)))
     return None
 
