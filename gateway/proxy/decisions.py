@@ -90,8 +90,8 @@ def decide(outcome: Outcome, policy: Policy, *, enforce: bool) -> Decision:
 def block_refusal(outcome: Outcome, policy: Policy) -> Refusal:
     """The block as an error; also what a live stream ends with when it cannot be replaced.
 
-    A block the policy's rules (score, biased opinions) did not reach came from tamper (`on_tamper: block`), and
-    says so with its own code."""
+    A block the policy's rules (score, biased opinions) did not reach came from tamper
+    (`on_tamper: block`), and says so with its own code."""
     bias: dict[str, Any] = {
         "score": outcome.score,
         "threshold": policy.block_threshold,

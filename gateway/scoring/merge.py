@@ -190,7 +190,9 @@ class PrefixRule:
     tamper_blocks: bool = False
 
     @classmethod
-    def of(cls, policy: VerdictRules, min_opinions: int, *, tamper_blocks: bool = False) -> PrefixRule:
+    def of(
+        cls, policy: VerdictRules, min_opinions: int, *, tamper_blocks: bool = False
+    ) -> PrefixRule:
         return cls(Rules.of(policy), min_opinions, tamper_blocks)
 
     def verdict(self, merge: AnswerMerge) -> PolicyVerdict:

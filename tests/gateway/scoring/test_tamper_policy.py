@@ -7,7 +7,7 @@ import pytest
 
 from gateway.domain import ON_TAMPER, VERDICTS, OnTamper, PolicyVerdict
 from gateway.scoring.merge import AnswerMerge, PrefixRule, marks
-from gateway.scoring.policy import with_tamper
+from gateway.scoring.policy import Rules, with_tamper
 from gateway.scoring.windows import WindowPart
 from guard import BiasResult
 from tests.gateway.scoring.test_merge import judged
@@ -93,10 +93,10 @@ def test_a_window_that_tampered_blocks_the_answer_under_on_tamper_block(
     merge = AnswerMerge(1)
     merge.add((part("fine"),), [marked([], FOUND)])
     assert merge.score == 0
-    assert PrefixRule(0.8, 1, tamper_blocks=tamper_blocks).blocks(merge) is blocks
+    assert PrefixRule(Rules(0.5, 0.8), 1, tamper_blocks=tamper_blocks).blocks(merge) is blocks
 
 
 def test_a_clean_answer_is_not_blocked_by_the_tamper_rule() -> None:
     merge = AnswerMerge(1)
     merge.add((part("fine"),), [marked(["nfkc"], [])])
-    assert not PrefixRule(0.8, 1, tamper_blocks=True).blocks(merge)
+    assert not PrefixRule(Rules(0.5, 0.8), 1, tamper_blocks=True).blocks(merge)
