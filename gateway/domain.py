@@ -79,7 +79,7 @@ ReasonMode = Literal["inline", "deferred", "off"]
 
 # Where the explanation of a score stands: `pending` while a deferred one is
 # generated, `done`, `off` (not asked for), `not_needed` (a passing answer under
-# `judge.reason_for: flagged`), `error` (the judge failed it), `skipped` (too many
+# `judge.explanations.scope: flagged`), `error` (the judge failed it), `skipped` (too many
 # waiting) or `dropped` (the gateway stopped first).
 ReasonStatus = Literal["pending", "done", "off", "not_needed", "error", "skipped", "dropped"]
 

@@ -94,7 +94,9 @@ def is_setting(parts: list[str]) -> bool:
         elif (field := getattr(annotation, "model_fields", {}).get(part)) is not None:
             annotation = field.annotation
         else:
-            return False  # no such field, or a plain value
+            # No such field, or a plain value; or a key that moved into a section, which
+            # is still read where it was.
+            return part in getattr(annotation, "MOVED", {})
     return True
 
 

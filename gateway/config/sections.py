@@ -7,7 +7,8 @@ Reading them from a YAML file or from the environment, and describing them, is
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Self
+from collections.abc import Mapping
+from typing import Annotated, ClassVar, Literal, Self
 
 from pydantic import (
     Field,
@@ -29,13 +30,13 @@ from gateway.config.fields import (
     Problems,
     Url,
 )
-from gateway.config.yamlenv import (
-    Loc,
-)
+from gateway.config.moved import Moved, SectionsWithOldKeys
+from gateway.config.yamlenv import Loc
 from gateway.domain import Hold, Mode, OnTamper, Prejudge, StreamPolicy
 
 __all__ = [
     "AnthropicSettings",
+    "Endpoint",
     "KeySettings",
     "LimitSettings",
     "ModelRoute",
@@ -45,13 +46,15 @@ __all__ = [
     "StoreSettings",
     "TelemetrySettings",
     "UpstreamSettings",
+    "WindowSettings",
 ]
 
 
-class UpstreamSettings(Model):
-    """The OpenAI-compatible upstream used for every model without a route of its own."""
+class Endpoint(Model):
+    """What every upstream endpoint has: where it is, its key, its time limits, and
+    whether enforced whole answers are asked of it as streams."""
 
-    base_url: Url = "https://api.openai.com/v1"
+    base_url: Url
     api_key: OptionalSecret = None
     # Seconds for the whole upstream call, to the last byte of a stream.
     timeout: PositiveFloat = 600.0
@@ -64,19 +67,20 @@ class UpstreamSettings(Model):
     stream_usage: bool = True
 
 
-class AnthropicSettings(Model):
+class UpstreamSettings(Endpoint):
+    """The OpenAI-compatible upstream used for every model without a route of its own."""
+
+    base_url: Url = "https://api.openai.com/v1"
+
+
+class AnthropicSettings(Endpoint):
     """The Anthropic-compatible upstream behind `POST /v1/messages`."""
 
     base_url: Url = "https://api.anthropic.com"  # without /v1, as the anthropic SDK takes it
-    api_key: OptionalSecret = None
     # Send the client's own `x-api-key` on instead of `api_key` (only without gateway keys,
     # where the client's key is not one of the gateway's).
     forward_client_auth: bool = False
     version: Name = "2023-06-01"  # `anthropic-version` when the client sends none
-    timeout: PositiveFloat = 600.0
-    read_timeout: OptionalPositiveFloat = None
-    prejudge: Prejudge = "off"  # as the upstream's
-    stream_usage: bool = True
 
     @model_validator(mode="after")
     def _one_key(self) -> Self:
@@ -94,6 +98,9 @@ _KEY_OR_FORWARD: tuple[str, tuple[Loc, ...]] = (
 class ModelRoute(Model):
     """Where one model alias goes: an OpenAI-compatible `base_url`, a `litellm`
     "provider/model" string, or neither (the default upstream).
+
+    A route is an overlay on an `Endpoint`: each field it leaves unset is the default
+    upstream's (for an alias on it), which is why none of them has a default here.
 
     A litellm route may name its provider's server as `api_base` (ollama, vLLM or
     Azure deployments); unset, litellm uses the provider's own. `api_base` needs
@@ -142,8 +149,33 @@ class ModelRoute(Model):
         return self
 
 
-class Policy(Model):
+class WindowSettings(Model):
+    """Judging an answer in windows while it streams (`windowed`, and `buffer` unless
+    `buffer` is off here): docs/policies.md#windowed-streams."""
+
+    hold: Hold = "window"  # windowed: hold each window until judged, or send it live
+    chars: Annotated[int, Field(ge=50)] = 800  # new text per window
+    context_chars: Annotated[int, Field(ge=0)] = 200  # text before it the judge reads
+    max_inflight: Annotated[int, Field(ge=1)] = 3  # windows judged at once per answer
+    max_coalesced_chars: Annotated[int, Field(ge=50)] = 3200  # text one judgement may cover
+    max_count: Annotated[int, Field(ge=1)] = 16  # judgements per answer
+    min_opinions: Annotated[int, Field(ge=1)] = 1  # verdicts a prefix needs to block
+    buffer: bool = True  # `buffer` streams are judged in windows as they arrive
+
+
+class Policy(SectionsWithOldKeys):
     """What the gateway does with a score. Verdicts are reached at `>=` a threshold."""
+
+    MOVED: ClassVar[Mapping[str, Moved]] = {
+        "hold": ("windows", "hold"),
+        "window_chars": ("windows", "chars"),
+        "context_chars": ("windows", "context_chars"),
+        "max_inflight_windows": ("windows", "max_inflight"),
+        "max_coalesced_chars": ("windows", "max_coalesced_chars"),
+        "max_windows": ("windows", "max_count"),
+        "min_opinions": ("windows", "min_opinions"),
+        "prejudge_buffer": ("windows", "buffer"),
+    }
 
     mode: Mode = "monitor"
     flag_threshold: Annotated[float, Field(ge=0)] = 0.5
@@ -167,16 +199,7 @@ class Policy(Model):
     # mode `refuse` answers 403 (an enforcing gateway never returns text it did not
     # score); `allow` passes it through, marked `x-bias-skip-reason: unscored_path`.
     unscored_paths: Literal["refuse", "allow"] = "refuse"
-    # Judging an answer in windows while it streams (`windowed`, and `buffer` unless
-    # `prejudge_buffer` is off): docs/policies.md#windowed-streams.
-    hold: Hold = "window"
-    window_chars: Annotated[int, Field(ge=50)] = 800
-    context_chars: Annotated[int, Field(ge=0)] = 200
-    max_inflight_windows: Annotated[int, Field(ge=1)] = 3
-    max_coalesced_chars: Annotated[int, Field(ge=50)] = 3200
-    max_windows: Annotated[int, Field(ge=1)] = 16
-    min_opinions: Annotated[int, Field(ge=1)] = 1
-    prejudge_buffer: bool = True
+    windows: WindowSettings = Field(default_factory=WindowSettings)
 
     @model_validator(mode="after")
     def _ordered_thresholds(self) -> Self:

@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from gateway.config.fields import ClientKey, Model, Name, Problems
 from gateway.config.judge import JudgeSettings
 from gateway.config.keyhash import is_hashed, stored_digest
+from gateway.config.moved import OldKey
 from gateway.config.sections import (
     AnthropicSettings,
     KeySettings,
@@ -117,6 +118,18 @@ class Settings(Model):
             for number, key in enumerate(self.api_keys, start=1)
         ]
         return [*self.keys, *generated]
+
+    def old_keys(self) -> list[OldKey]:
+        """The keys this config gave in their old places, with the names to write instead."""
+        found = [
+            OldKey(f"judge.{old}", new and f"judge.{new}") for old, new in self.judge.old_keys()
+        ]
+        for name, policy in self.policies.items():
+            where = f"policies.{name}"
+            found += [
+                OldKey(f"{where}.{old}", new and f"{where}.{new}") for old, new in policy.old_keys()
+            ]
+        return found
 
     def keys_in_clear(self) -> list[str]:
         """The names of the client keys given in clear, not as their hash."""

@@ -190,11 +190,11 @@ def _scorer(settings: Settings) -> BiasScorer:
         timeout=judge.timeout,
         max_retries=judge.max_retries,
         scale=judge.scale,
-        reason="off" if judge.reason_mode == "off" else "inline",
+        reason="off" if judge.explanations.mode == "off" else "inline",
         pipeline=judge.pipeline,
         judge_whole_text_when_no_opinions=judge.judge_whole_text_when_no_opinions,
         categories=judge.bias_categories(),
-        reason_language=judge.reason_language,
+        reason_language=judge.explanations.language,
     )
 
 

@@ -173,7 +173,8 @@ class Metrics:
         )
         self.judge_concurrency_limit = Gauge(
             "bias_judge_concurrency_limit",
-            "Judge calls that may be in flight now (judge.max_concurrency, or what auto found).",
+            "Judge calls that may be in flight now (judge.limits.max_concurrency, or what"
+            " auto found).",
             registry=registry,
             multiprocess_mode="livesum",
         )

@@ -106,7 +106,7 @@ async def _stream(
 async def _enforce_buffer(call: ScoredCall, upstream: UpstreamResponse) -> Response:
     """Enforce, stream policy `buffer`: what a buffered stream gets; a prejudged whole
     answer (`prejudge: stream`) goes through here too, and gets whatever it does."""
-    if call.policy.prejudge_buffer:
+    if call.policy.windows.buffer:
         return await _prejudged(call, upstream)
     return await _buffered(call, upstream)
 
@@ -208,7 +208,7 @@ def _windowed(call: ScoredCall, upstream: UpstreamResponse) -> Response:
     (`hold: window`) or live (`hold: none`), and a blocking window ends the stream."""
     assert upstream.chunks is not None
     tap = call.tap()
-    judgement = StreamJudgement(call, tap, hold=call.policy.hold)
+    judgement = StreamJudgement(call, tap, hold=call.policy.windows.hold)
 
     async def on_close(disconnected: bool) -> None:
         await upstream.aclose()

@@ -57,13 +57,13 @@ class StreamJudgement:
         self.hold = hold
         self.judge = WindowJudge(call.gateway.scoring, call.job)
         self.splitter = WindowSplitter(
-            window_chars=policy.window_chars,
-            context_chars=policy.context_chars,
-            margin=max(1, policy.window_chars // 4),
+            window_chars=policy.windows.chars,
+            context_chars=policy.windows.context_chars,
+            margin=max(1, policy.windows.chars // 4),
         )
         self.merge = AnswerMerge(self.judge.judging.scorer.scale)
         self.rule = PrefixRule.of(
-            policy, policy.min_opinions, tamper_blocks=policy.on_tamper == "block"
+            policy, policy.windows.min_opinions, tamper_blocks=policy.on_tamper == "block"
         )
         self.framer = EventFramer()
         self.chunks: list[bytes] = []  # every byte, as it came (a buffered answer's body)
@@ -204,11 +204,13 @@ class StreamJudgement:
     def _dispatch(self) -> None:
         policy = self.call.policy
         in_flight = sum(not task.done() for _, task in self._running)
-        while self._waiting and in_flight < policy.max_inflight_windows:
-            last_call = self._dispatched >= policy.max_windows - 1
+        while self._waiting and in_flight < policy.windows.max_inflight:
+            last_call = self._dispatched >= policy.windows.max_count - 1
             if last_call and not self.ended:
                 return  # past `max_windows`, the rest is judged once the stream ends
-            window = coalesce(self._waiting, 1 << 62 if last_call else policy.max_coalesced_chars)
+            window = coalesce(
+                self._waiting, 1 << 62 if last_call else policy.windows.max_coalesced_chars
+            )
             task = asyncio.ensure_future(self._timed(window))
             task.add_done_callback(self._judged)
             self._running.append((window, task))

@@ -52,17 +52,18 @@ def build_judge(
     `limiter` when given (a reloaded judge keeps its predecessor's), else a new one."""
     judge = settings.judge
     if limiter is None:
-        auto = judge.max_concurrency == "auto"
+        limits = judge.limits
+        auto = limits.max_concurrency == "auto"
         limiter = JudgeLimiter(
-            max_concurrency=judge.concurrency_bound,
+            max_concurrency=limits.concurrency_bound,
             adaptive=(
-                AdaptiveLimit(start=judge.concurrency_start, ceiling=judge.concurrency_ceiling)
+                AdaptiveLimit(start=limits.concurrency_start, ceiling=limits.concurrency_ceiling)
                 if auto
                 else None
             ),
-            max_pause=judge.max_pause,
-            requests_per_minute=judge.max_requests_per_minute,
-            tokens_per_minute=judge.max_tokens_per_minute,
+            max_pause=limits.max_pause,
+            requests_per_minute=limits.max_requests_per_minute,
+            tokens_per_minute=limits.max_tokens_per_minute,
             on_rate_limited=(lambda _: metrics.judge_rate_limited.inc()) if metrics else None,
             on_wait=metrics.judge_wait_seconds.inc if metrics else None,
         )
@@ -87,7 +88,7 @@ def build_judge(
             limiter=limiter,
             max_tokens=judge.max_tokens,
         )
-    built.rate_limit_wait = judge.rate_limit_wait
+    built.rate_limit_wait = judge.limits.rate_limit_wait
     return built
 
 
@@ -106,7 +107,7 @@ def _judge_identity(settings: Settings) -> tuple[object, ...]:
         _secret(settings.judge_api_key()),
         judge.timeout,
         judge.max_retries,
-        judge.rate_limit_wait,
+        judge.limits.rate_limit_wait,
     )
 
 
@@ -115,7 +116,7 @@ class Judges:
 
     A reload whose judge settings changed gets a new judge, while work in flight
     finishes on the one it started with; all of them are closed when the process
-    stops. Every judge shares the first one's limiter, so `judge.max_concurrency`
+    stops. Every judge shares the first one's limiter, so `judge.limits.max_concurrency`
     and the budgets bound the calls of old and new together. An injected judge
     (tests) is kept whatever the settings say: it was not built from them.
     """
@@ -187,18 +188,18 @@ def build_scorer(settings: Settings, judge: Judge) -> BiasScorer:
         judge_whole_text_when_no_opinions=settings.judge.judge_whole_text_when_no_opinions,
         trace_evaluation=False,  # Scoring opens the evaluation span, with the gateway's facts
         categories=settings.judge.bias_categories(),
-        reason_language=settings.judge.reason_language,
+        reason_language=settings.judge.explanations.language,
     )
 
 
 async def score_cache(settings: Settings, store: Store) -> ScoreCache | None:
-    """The content-hash cache. With `cache_persist`, loaded from and saved to the store;
+    """The content-hash cache. With `judge.cache.persist`, loaded from and saved to the store;
     on PostgreSQL always, and shared: a miss here asks the database, so a text any
     replica judged is not judged again."""
-    size = settings.judge.cache_size
+    size = settings.judge.cache.size
     if not size:
         return None
-    if not (settings.judge.cache_persist or store.shared):
+    if not (settings.judge.cache.persist or store.shared):
         return ScoreCache(size)
     store.keep_cache(size)
     cache = ScoreCache(

@@ -28,14 +28,13 @@ RESTART_ONLY: tuple[str, ...] = (
     "store",
     "queue",
     "telemetry",
-    "judge.max_concurrency",
-    "judge.concurrency_start",
-    "judge.concurrency_ceiling",
-    "judge.max_pause",
-    "judge.max_requests_per_minute",
-    "judge.max_tokens_per_minute",
-    "judge.cache_size",
-    "judge.cache_persist",
+    "judge.limits.max_concurrency",
+    "judge.limits.concurrency_start",
+    "judge.limits.concurrency_ceiling",
+    "judge.limits.max_pause",
+    "judge.limits.max_requests_per_minute",
+    "judge.limits.max_tokens_per_minute",
+    "judge.cache",
 )
 
 

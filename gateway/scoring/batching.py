@@ -1,8 +1,8 @@
-"""Micro-batches: short monitored answers judged several to a call (`judge.batch_size`).
+"""Micro-batches: short monitored answers judged several to a call (`judge.batching.size`).
 
 With the `single` pipeline the judge can take several texts in one structured
 call (`guard.bias.batch`). A monitor job whose text is short (at most
-`judge.batch_max_chars`) joins the open batch and waits for its own verdicts;
+`judge.batching.max_chars`) joins the open batch and waits for its own verdicts;
 the batch goes out when it holds `batch_size` texts or `batch_linger` seconds
 after its first joined, whichever comes first, so a quiet gateway adds at most
 the linger to a score. Enforced answers never join one: they are judged alone at
@@ -40,9 +40,9 @@ class BatchPlan:
     @classmethod
     def of(cls, judge: JudgeSettings) -> BatchPlan | None:
         """The plan `judge` asks for; None when answers are judged one a call."""
-        if judge.batch_size <= 1 or judge.pipeline != "single":
+        if judge.batching.size <= 1 or judge.pipeline != "single":
             return None
-        return cls(judge.batch_size, judge.batch_linger, judge.batch_max_chars)
+        return cls(judge.batching.size, judge.batching.linger, judge.batching.max_chars)
 
 
 class Batcher:

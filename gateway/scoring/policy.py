@@ -122,7 +122,7 @@ def with_tamper(verdict: PolicyVerdict, tamper: Sized, on_tamper: OnTamper) -> P
 
 
 def explained_for(reason_for: str, verdict: PolicyVerdict | None) -> bool:
-    """Whether a score is worth explaining: any under `judge.reason_for: all`, else one
+    """Whether a score is worth explaining: any under `judge.explanations.scope: all`, else one
     the policy flagged or blocked (nobody reads why a passing answer passed)."""
     return reason_for == "all" or verdict in ("flag", "block")
 

@@ -76,7 +76,7 @@ class Scoring:
         `queue.scorer` says; a gateway with `queue.scorer: external` scores only in
         enforce mode and stores monitor work for the scorers."""
         judge, queue = settings.judge, settings.queue
-        concurrency = judge.concurrency_bound
+        concurrency = judge.limits.concurrency_bound
         queue_size = concurrency if scorer_process else queue.size
         capture_content = settings.store.capture_content
         # Monitor jobs are stored for scorer processes only.
@@ -132,8 +132,8 @@ class Scoring:
         self.settings = settings  # its policies, for work claimed from the store
         self.enforce_deadline = judge.enforce_deadline
         self.max_text_chars = judge.max_text_chars
-        self.reason: ReasonMode = judge.reason_mode
-        self.reason_for = judge.reason_for
+        self.reason: ReasonMode = judge.explanations.mode
+        self.reason_for = judge.explanations.scope
         self.weights = {key.name: key.weight for key in settings.all_keys()}
         if scorer is not self.judging.scorer:
             self.judging = self.judging.with_scorer(scorer, batch=BatchPlan.of(judge))

@@ -99,6 +99,8 @@ def create_app(
                 telemetry=runtime.telemetry,
                 metrics=metrics,
             )
+            for old, new in settings.old_keys():
+                log.warning("an old config key, read as before", key=old, use=new or "nothing")
             if state.auth.open:
                 log.warning(
                     "no gateway API keys configured: the gateway is open to anyone who can reach it"

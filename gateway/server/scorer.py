@@ -1,7 +1,7 @@
 """`bias-gateway scorer`: a process that only scores, on any host that reaches the store.
 
 It claims pending monitor work from the store (`gateway.work.claims`), judges it
-with the judge of its own config, at that config's `judge.max_concurrency`,
+with the judge of its own config, at that config's `judge.limits.max_concurrency`,
 and records the outcome, as a gateway scoring in process would. Its small HTTP
 port serves `/healthz`, `/readyz` (the store answers) and `/metrics`.
 
@@ -94,7 +94,7 @@ def create_scorer_app(
                 worker=scoring.worker,
                 store=runtime.store.describe(),
                 judge_model=settings.judge.model,
-                concurrency=settings.judge.concurrency_bound,
+                concurrency=settings.judge.limits.concurrency_bound,
                 lease_seconds=settings.queue.lease_seconds,
             )
 

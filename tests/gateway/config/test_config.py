@@ -741,10 +741,10 @@ def test_describe_settings_resolves_the_judge() -> None:
 
 
 def test_judge_batches_need_the_single_pipeline(write_config) -> None:
-    message = config_error(write_config("judge:\n  batch_size: 8\n"))
-    assert "judge.batch_size above 1 needs pipeline: single" in message
-    settings = load_settings(write_config("judge:\n  batch_size: 8\n  pipeline: single\n"), {})
-    assert settings.judge.batch_size == 8
+    message = config_error(write_config("judge:\n  batching: {size: 8}\n"))
+    assert "judge.batching.size above 1 needs pipeline: single" in message
+    text = "judge:\n  batching: {size: 8}\n  pipeline: single\n"
+    assert load_settings(write_config(text), {}).judge.batching.size == 8
 
 
 def test_a_key_weight_must_be_positive(write_config) -> None:
@@ -752,29 +752,3 @@ def test_a_key_weight_must_be_positive(write_config) -> None:
     assert "weight" in config_error(write_config(text.format(0)))
     settings = load_settings(write_config(text.format(2.5)), {})
     assert settings.keys[0].weight == 2.5
-
-
-def test_a_policy_takes_the_window_settings_with_defaults() -> None:
-    policy = Policy()
-    assert (policy.hold, policy.window_chars, policy.context_chars) == ("window", 800, 200)
-    assert (policy.max_inflight_windows, policy.max_windows, policy.min_opinions) == (3, 16, 1)
-    assert policy.prejudge_buffer is True
-    windowed = Policy.model_validate({"stream_policy": "windowed", "hold": "none"})
-    assert (windowed.stream_policy, windowed.hold) == ("windowed", "none")
-
-
-@pytest.mark.parametrize(
-    "fields",
-    [
-        {"hold": "later"},
-        {"window_chars": 10},
-        {"context_chars": -1},
-        {"max_inflight_windows": 0},
-        {"max_windows": 0},
-        {"min_opinions": 0},
-        {"stream_policy": "windows"},
-    ],
-)
-def test_bad_window_settings_are_refused(fields: dict[str, object]) -> None:
-    with pytest.raises(ValueError, match=next(iter(fields))):
-        Policy.model_validate(fields)

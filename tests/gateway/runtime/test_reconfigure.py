@@ -44,8 +44,9 @@ def test_the_same_config_changes_nothing() -> None:
         ({"store": {"url": "postgresql://u:secret@127.0.0.1/db"}}, ["store.url"]),
         ({"queue": {"size": 5, "scorer": "external"}}, ["queue.size", "queue.scorer"]),
         ({"telemetry": {"exporter": "console"}}, ["telemetry.exporter"]),
-        ({"judge": {"max_concurrency": 2, "cache_size": 0}},
-         ["judge.max_concurrency", "judge.cache_size"]),
+        ({"judge": {"limits": {"max_concurrency": 2}, "cache": {"size": 0}}},
+         ["judge.limits.max_concurrency", "judge.cache.size"]),
+        ({"judge": {"max_concurrency": 2}}, ["judge.limits.max_concurrency"]),  # an old key
     ],
 )  # fmt: skip
 def test_settings_that_need_a_restart_keep_their_running_values(
@@ -60,10 +61,11 @@ def test_settings_that_need_a_restart_keep_their_running_values(
 
 def test_live_settings_pass_while_restart_ones_beside_them_are_kept() -> None:
     running = settings()
-    loaded = settings(judge={"model": "other", "max_concurrency": 2}, server={"max_body_bytes": 5})
+    judge = {"model": "other", "limits": {"max_concurrency": 2}}
+    loaded = settings(judge=judge, server={"max_body_bytes": 5})
     effective, restart = keep_running(running, loaded)
-    assert restart == ["judge.max_concurrency"]
-    assert (effective.judge.model, effective.judge.max_concurrency) == ("other", 512)
+    assert restart == ["judge.limits.max_concurrency"]
+    assert (effective.judge.model, effective.judge.limits.max_concurrency) == ("other", 512)
     assert effective.server.max_body_bytes == 5
     assert changes(running, effective) == {"judge": "model", "server": "max_body_bytes"}
 

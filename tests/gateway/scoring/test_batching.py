@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.config import JudgeSettings
+from gateway.config import Batching, JudgeSettings
 from gateway.observability.metrics import Metrics
 from gateway.scoring.batching import Batcher, BatchPlan
 from guard import create_bias_scorer
@@ -134,6 +134,7 @@ async def test_closing_gives_up_the_open_batch_without_a_judge_call(
 
 def test_a_batch_plan_needs_more_than_one_answer_and_the_single_pipeline() -> None:
     assert BatchPlan.of(JudgeSettings()) is None
-    assert BatchPlan.of(JudgeSettings(pipeline="single", batch_size=1)) is None
-    plan = BatchPlan.of(JudgeSettings(pipeline="single", batch_size=8, batch_linger=0.02))
+    assert BatchPlan.of(JudgeSettings(pipeline="single", batching=Batching(size=1))) is None
+    batching = Batching(size=8, linger=0.02)
+    plan = BatchPlan.of(JudgeSettings(pipeline="single", batching=batching))
     assert plan == BatchPlan(size=8, linger=0.02, max_chars=2000)

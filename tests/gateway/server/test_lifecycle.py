@@ -39,7 +39,7 @@ REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 def write_config(path: Path, fake: FakeOpenAI, store: Path, **overrides: Any) -> Path:
     config: dict[str, Any] = {
         "upstream": {"base_url": fake.base_url, "api_key": "sk-upstream-secret"},
-        "judge": {"model": JUDGE_MODEL, "max_retries": 0, "timeout": 10, "cache_size": 0},
+        "judge": {"model": JUDGE_MODEL, "max_retries": 0, "timeout": 10, "cache": {"size": 0}},
         "store": {"path": str(store)},
         "queue": {"size": 100, "drain_deadline": 1},
         **overrides,

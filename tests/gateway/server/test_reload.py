@@ -158,7 +158,7 @@ def test_settings_that_need_a_restart_keep_their_running_values_and_are_named(
     data = yaml.safe_load(gateway.path.read_text())
     data["store"]["path"] = str(tmp_path / "elsewhere.db")
     data["queue"]["size"] = 7
-    data["judge"]["max_concurrency"] = 3
+    data["judge"]["max_concurrency"] = 3  # its old key: named by its new one
     data["judge"]["timeout"] = 9
     data["server"] = {"port": 9999}
     write(gateway.path, data)
@@ -172,7 +172,7 @@ def test_settings_that_need_a_restart_keep_their_running_values_and_are_named(
         "server.port",
         "store.path",
         "queue.size",
-        "judge.max_concurrency",
+        "judge.limits.max_concurrency",
     ]
     assert body["changed"] == {"judge": "timeout"}
     warned = [line["setting"] for line in logs if "needs a restart" in line["event"]]
@@ -183,7 +183,7 @@ def test_settings_that_need_a_restart_keep_their_running_values_and_are_named(
     settings = gateway.state.settings
     assert settings.store.path == str(tmp_path / "scores.db")
     assert settings.queue.size == 100
-    assert settings.judge.max_concurrency == 512
+    assert settings.judge.limits.max_concurrency == 512
     assert settings.judge.timeout == 9  # live
     assert gateway.state.scoring.queue.concurrency == 512
     reloaded = [line for line in logs if line["event"] == "bias-gateway config reloaded"]

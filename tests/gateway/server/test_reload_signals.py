@@ -220,13 +220,13 @@ def test_sighup_gives_a_scorer_its_new_judge_settings(
     output = Output(process)
     data = yaml.safe_load(config.read_text())
     data["judge"]["model"] = "judge-2"
-    data["judge"]["max_concurrency"] = 3
+    data["judge"]["limits"] = {"max_concurrency": 3}
     config.write_text(yaml.safe_dump(data))
 
     process.send_signal(signal.SIGHUP)
     (reloaded,) = wait_for(lambda: output.events("bias scorer config reloaded"), "the reload")
     assert reloaded["judge_model"] == "judge-2"
     assert reloaded["changed"] == {"judge": "model"}
-    assert reloaded["needs_restart"] == ["judge.max_concurrency"]
+    assert reloaded["needs_restart"] == ["judge.limits.max_concurrency"]
     assert httpx.get(f"{health}/readyz", timeout=10).status_code == 200
     assert 'gateway_config_reloads_total{outcome="ok"} 1.0' in httpx.get(f"{health}/metrics").text
