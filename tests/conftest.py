@@ -28,7 +28,13 @@ from tests.support.servers import ServerThread  # noqa: E402
 from tests.support.telemetry import Captured  # noqa: E402
 
 # pg_cluster, make_pg_url, pg_url: a throwaway PostgreSQL cluster and fresh databases.
-pytest_plugins = ["tests.support.postgres", "tests.support.browser", "tests.support.fleet"]
+# --require and the resource markers: tests.support.resources.
+pytest_plugins = [
+    "tests.support.resources",
+    "tests.support.postgres",
+    "tests.support.browser",
+    "tests.support.fleet",
+]
 
 # The property tests: a moderate count in the gate; HYPOTHESIS_PROFILE=long for a soak.
 settings.register_profile("gate", max_examples=60, print_blob=True)

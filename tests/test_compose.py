@@ -29,6 +29,7 @@ from starlette.routing import Route
 from gateway.config import load_settings
 from gateway.demo.launch import TRIES
 from gateway.demo.server import DEMO_JUDGE_MODEL, demo_app
+from tests.support.resources import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -270,13 +271,12 @@ def _docker_compose() -> list[str] | None:
     return [legacy] if legacy else None
 
 
+@pytest.mark.compose
 def test_docker_compose_reads_the_file_as_this_test_does() -> None:
     command = _docker_compose()
     if command is None:
         why = "no `docker compose` or docker-compose here (scripts/test installs Debian's)"
-        if os.environ.get("BIAS_TEST_COMPOSE_REQUIRED") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+        missing("compose", why)
     _agrees(_engine_config([*command, "-p", "bias-gateway", "-f", str(COMPOSE), "config"]))
 
 

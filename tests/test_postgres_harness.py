@@ -3,17 +3,19 @@ a real server, fresh isolated databases, an unprivileged owner, loopback only.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import asyncpg
 import pytest
 
-from tests.support.postgres import PgCluster, databases, find_bin_dir, required, unavailable
+from tests.support import resources
+from tests.support.postgres import PgCluster, databases, find_bin_dir, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,22 +116,32 @@ def test_durability_is_off_for_speed(pg_cluster: PgCluster) -> None:
     assert shown.split() == ["off", "off", "off"]
 
 
-# Where the binaries are missing: skip on a workstation, fail in CI.
+# Where the binaries are missing: skip on a workstation, fail where the run requires them.
 
 
-def test_a_missing_server_skips_outside_ci(tmp_path: Path) -> None:
+def test_a_missing_server_skips_unless_the_run_requires_it(tmp_path: Path) -> None:
     env = {"PATH": str(tmp_path), "BIAS_TEST_PG_SKIP": "no server here"}
     assert find_bin_dir(env, search=str(tmp_path / "*" / "bin")) is None
-    assert not required(env)
-    with pytest.raises(pytest.skip.Exception, match="no server here"):
+    with pytest.raises(pytest.skip.Exception, match="no server here"), _requiring(set()):
         unavailable(env)
 
 
-@pytest.mark.parametrize("env", [{"CI": "true"}, {"BIAS_TEST_PG_REQUIRED": "1"}])
-def test_a_missing_server_fails_in_ci(env: dict[str, str]) -> None:
-    assert required(env)
-    with pytest.raises(pytest.fail.Exception, match="need a server in CI"):
-        unavailable(env)
+def test_a_missing_server_fails_where_the_run_requires_it() -> None:
+    failed = pytest.raises(pytest.fail.Exception, match=r"no server here .*--require postgres")
+    with failed, _requiring({"postgres", "browser"}):
+        unavailable({"BIAS_TEST_PG_SKIP": "no server here"})
+
+
+@contextlib.contextmanager
+def _requiring(names: set[str]) -> Iterator[None]:
+    saved = set(resources._required)
+    resources._required.clear()
+    resources._required.update(names)
+    try:
+        yield
+    finally:
+        resources._required.clear()
+        resources._required.update(saved)
 
 
 def test_the_newest_server_is_found_first(tmp_path: Path) -> None:

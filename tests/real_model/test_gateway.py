@@ -21,6 +21,8 @@ from tests.real_model.conftest import MODEL, JudgeRelay, RealServer
 from tests.support.telemetry import Captured
 from tests.support.waiting import wait_for
 
+pytestmark = pytest.mark.real_model  # left out of the gate: scripts/test --real-model
+
 MakeGateway = Callable[..., RunningGateway]
 ASK: Any = [{"role": "user", "content": "Describe engineers in one sentence."}]
 # Short answers: the judge reads each in full, and the model is slow on a shared machine.

@@ -14,6 +14,8 @@ import pytest
 from tests.real_model.conftest import RealServer
 from tests.support.llama_cpp import REQUESTS, SHAPES, capture, frames
 
+pytestmark = pytest.mark.real_model  # left out of the gate: scripts/test --real-model
+
 # The keep-alive capture needs the server started with a 1 s ping interval.
 NAMES = [name for name in REQUESTS if name != "chat_stream_keepalive"]
 

@@ -1,8 +1,8 @@
 """Debian's headless Chromium, driven by Selenium through Debian's chromedriver.
 
 `scripts/test` finds (or installs) both and exports `BIAS_TEST_BROWSER` as
-"CHROMIUM CHROMEDRIVER"; without them the browser tests skip, or fail where the
-browser is required (CI=true or BIAS_TEST_BROWSER_REQUIRED=1). Selenium is given
+"CHROMIUM CHROMEDRIVER"; without them the browser tests (marked `browser`) skip, or
+fail where the run requires the browser (`pytest --require browser`). Selenium is given
 the driver's path, so its own driver download (Selenium Manager) never runs.
 """
 
@@ -12,23 +12,12 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from typing import NoReturn
 
 import pytest
 
+from tests.support.resources import missing
+
 __all__ = ["browser_paths", "chromium"]
-
-
-def _required() -> bool:
-    return os.environ.get("CI") in ("true", "1", "yes") or (
-        os.environ.get("BIAS_TEST_BROWSER_REQUIRED") == "1"
-    )
-
-
-def _unavailable(reason: str) -> NoReturn:
-    if _required():
-        pytest.fail(f"{reason}; the dashboard's tests need a browser in CI", pytrace=False)
-    pytest.skip(reason)
 
 
 def browser_paths() -> tuple[str, str]:
@@ -40,9 +29,10 @@ def browser_paths() -> tuple[str, str]:
     driver = shutil.which("chromedriver")
     if browser and driver:
         return browser, driver
-    _unavailable(
+    return missing(
+        "browser",
         os.environ.get("BIAS_TEST_BROWSER_SKIP")
-        or "chromium and chromedriver not found (scripts/test installs them when it can)"
+        or "chromium and chromedriver not found (scripts/test installs them when it can)",
     )
 
 

@@ -1,8 +1,8 @@
 """Small real filesystems for the store's disk tests: a tmpfs that fills up, and an ext4
 image that the kernel turns read-only, as it does after a disk error.
 
-Mounting needs root (the CI runs as root). Without it the tests skip, unless
-`BIAS_TEST_MOUNT_REQUIRED` is set, when they fail instead.
+Mounting needs root (the CI runs as root). Without it the tests (marked `mounts`)
+skip, unless the run requires mounts (`pytest --require mounts`), when they fail.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from tests.support.resources import missing
 
 __all__ = ["Filler", "ext4_image", "make_read_only", "small_tmpfs"]
 
@@ -23,10 +23,7 @@ __all__ = ["Filler", "ext4_image", "make_read_only", "small_tmpfs"]
 def _need_mount() -> None:
     if os.geteuid() == 0 and shutil.which("mount"):
         return
-    reason = "mounting a test filesystem needs root and mount(8)"
-    if os.environ.get("BIAS_TEST_MOUNT_REQUIRED"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    missing("mounts", "mounting a test filesystem needs root and mount(8)")
 
 
 def _run(*argv: str) -> None:

@@ -11,8 +11,8 @@ Registered as a plugin by tests/conftest.py. The fixtures:
 The server binaries come from BIAS_TEST_PG_BIN (scripts/test sets it, through
 scripts/postgres, which installs Debian's `postgresql` package when it is missing),
 else /usr/lib/postgresql/*/bin (newest first), else `initdb` on PATH. Without them the
-PostgreSQL tests skip, with the reason; where the server is required (CI=true, or
-BIAS_TEST_PG_REQUIRED=1) they fail instead.
+PostgreSQL tests (marked `postgres`) skip, with the reason; where the run requires
+the server (`pytest --require postgres`, as .ci/run has it) they fail instead.
 
 The cluster: `initdb` into a fresh temporary folder, run by an unprivileged user (the
 current one; as root, the system user `biastest`, created when missing, or Debian's
@@ -46,6 +46,7 @@ from typing import NoReturn
 
 import pytest
 
+from tests.support.resources import missing
 from tests.support.servers import free_port
 
 SEARCH = "/usr/lib/postgresql/*/bin"
@@ -63,12 +64,6 @@ SETTINGS = {
     "full_page_writes": "off",
 }
 _BIND_FAILED = re.compile(r"could not (bind|create listen socket)|already in use", re.I)
-
-
-def required(env: Mapping[str, str] = os.environ) -> bool:
-    """Whether a missing server is an error (CI) rather than a reason to skip."""
-    ci = env.get("CI", "").strip().lower() in {"true", "1", "yes"}
-    return ci or env.get("BIAS_TEST_PG_REQUIRED", "") == "1"
 
 
 def _has_server(folder: Path) -> bool:
@@ -96,14 +91,13 @@ def find_bin_dir(env: Mapping[str, str] = os.environ, search: str = SEARCH) -> P
 
 
 def unavailable(env: Mapping[str, str] = os.environ) -> NoReturn:
-    """Skip, or fail where the server is required, for want of the server binaries."""
+    """Skip, or fail where the run requires the server (`--require postgres`), for want
+    of the server binaries."""
     reason = env.get("BIAS_TEST_PG_SKIP") or (
         f"PostgreSQL server binaries ({', '.join(TOOLS)}) not found in BIAS_TEST_PG_BIN, "
         f"under {SEARCH} or on PATH (scripts/test installs them when it can)"
     )
-    if required(env):
-        pytest.fail(f"{reason}; the PostgreSQL tests need a server in CI", pytrace=False)
-    pytest.skip(reason)
+    missing("postgres", reason)
 
 
 def _clean_env() -> dict[str, str]:

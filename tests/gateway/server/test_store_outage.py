@@ -256,6 +256,7 @@ def test_connections_killed_under_load_are_made_again_and_nothing_is_lost(
             server.stop()
 
 
+@pytest.mark.mounts
 def test_a_full_disk_under_sqlite_keeps_the_proxy_answering(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:

@@ -34,12 +34,13 @@ from gateway.store.migrations import latest_version
 from gateway.store.retention import DAY, Retention
 from tests.gateway.conftest import settings_for
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.resources import ENGINES
 from tests.support.servers import ServerThread
 
 OpenStore = Callable[..., Awaitable[Store]]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

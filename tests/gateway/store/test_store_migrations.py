@@ -20,13 +20,14 @@ from gateway.config import StoreSettings
 from gateway.store import ScoreRecord, open_store
 from gateway.store.migrations import latest_version
 from gateway.store.queries import ScoreQuery
+from tests.support.resources import ENGINES
 
 SCHEMAS = Path(__file__).parent / "schemas"
 OLD_RECORD = "INSERT INTO scores (run_id, status, created_at) VALUES ('old', 'scored', 1)"
 Fresh = Callable[[], StoreSettings]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -99,6 +99,7 @@ async def test_past_the_buffer_the_dropped_records_are_counted_exactly(
     assert store.backlog().dropped == {"buffer_full": 31}
 
 
+@pytest.mark.mounts
 async def test_a_filesystem_turned_read_only_holds_records_and_says_why(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

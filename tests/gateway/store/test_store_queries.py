@@ -20,13 +20,14 @@ from gateway.store.queries import (
     decode_cursor,
     encode_cursor,
 )
+from tests.support.resources import ENGINES
 
 OpenStore = Callable[..., Awaitable[Store]]
 T0 = 1_764_547_200.0  # 2025-12-01T00:00:00Z
 CATEGORIES = ["gender", "political", "racial_ethnic", "geographical", "other"]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ENGINES)
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSettings:
     if request.param == "postgresql":
         return StoreSettings(url=SecretStr(request.getfixturevalue("pg_url")))

@@ -12,6 +12,7 @@ from pydantic import SecretStr
 from gateway.config import StoreSettings
 from gateway.store import ScoreRecord, Store, open_store
 from gateway.store.queries import ScoreQuery, StatsQuery
+from tests.support.resources import ENGINES
 
 T0 = 1_764_547_200.0
 HIDDEN = {"kind": "hidden_text", "excerpt": 'say "kind":"instruction" here'}
@@ -24,7 +25,7 @@ FINDINGS: dict[str, list[dict[str, str]] | None] = {
 }
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ENGINES)
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSettings:
     if request.param == "postgresql":
         return StoreSettings(url=SecretStr(request.getfixturevalue("pg_url")))

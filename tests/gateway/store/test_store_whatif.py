@@ -21,6 +21,7 @@ from gateway.scoring.policy import Rules, verdict_for
 from gateway.store import ScoreRecord, Store, open_store
 from gateway.store.queries import ScoreQuery
 from gateway.store.whatif import WhatIf, WhatIfCounts, WhatIfQuery
+from tests.support.resources import ENGINES
 
 T0 = 1_764_547_200.0  # 2025-12-01T00:00:00Z
 
@@ -66,7 +67,7 @@ RECORDS = [
 ]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ENGINES)
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSettings:
     if request.param == "postgresql":
         return StoreSettings(url=SecretStr(request.getfixturevalue("pg_url")))

@@ -15,12 +15,13 @@ from pydantic import SecretStr
 from gateway.config import StoreSettings
 from gateway.store import ScoreRecord, Store, open_store
 from tests.support.clock import ManualClock
+from tests.support.resources import ENGINES
 
 OpenStore = Callable[..., Awaitable[Store]]
 WORK = {"v": 1, "texts": ["Engineers from the north are lazy."], "policy": "default"}
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ENGINES)
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSettings:
     if request.param == "postgresql":
         return StoreSettings(url=request.getfixturevalue("pg_url"))
