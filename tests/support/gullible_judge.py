@@ -47,7 +47,7 @@ __all__ = ["GullibleJudge", "gullible_answer", "obeyed"]
 
 
 _PROBE = "probe-text-of-the-gullible-judge"
-_DIGITS = re.compile(r"[\w-]*\d[\w-]*")
+_DIGITS = re.compile(r"[\w-]*\d[\w-]*|\b[0-9a-f]{16}\b")
 
 
 def _shape(line: str) -> str:
