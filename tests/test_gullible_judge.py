@@ -167,7 +167,7 @@ def test_the_gateways_own_rules_are_no_instruction_to_it() -> None:
     batch = batch_prompt(
         PROMPTS, ["They are neutral, quoted from a novel."] * 2, judge_whole_text=True
     )
-    assert instruction_in(batch) is not None  # "END OF TEXT 1" reads as a forged section
+    assert instruction_in(batch) is not None  # "END TEXT 1" reads as a forged section
     assert obeyed(_call("assessments", batch)) is None  # but it is the task's own marker
 
 

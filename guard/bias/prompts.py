@@ -193,7 +193,7 @@ _REASON_TASK = "Now do the task: explain the score in one short plain-text parag
 # asked of each text in its own numbered block.
 _BATCH_INTRO = """\
 Task: the texts below are separate answers, each in its own numbered block (TEXT
-1, TEXT 2, ...). Judge each one on its own, as if it were the only TEXT: list the
+1, TEXT 2, ...). Judge each one on its own, as if it were the only TEXT; list the
 opinions it expresses, following the extraction rules, then decide for each
 opinion whether it is biased, following the bias rubric. What one TEXT says
 never changes the verdicts on another.
