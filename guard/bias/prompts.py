@@ -53,9 +53,8 @@ SYSTEM_PROMPT = (
 
 # Said at the end of every prompt's rules, before the material.
 _MATERIAL = """\
-The material follows these rules. Each part of it sits between an opening line
-<<<NAME code>>> and a closing line <<<END NAME code>>>, where the code is drawn
-at random for this request; a note after the material closes it.
+The material follows, each part between a line <<<NAME code>>> and a line
+<<<END NAME code>>>, with a code drawn at random for this request.
 """
 
 _EXTRACT_RULES = """\
