@@ -38,6 +38,7 @@ from bench.long_text import BIASED_WORD, OPINION_WORD, is_biased_answer, long_an
 from bench.procs import Processes, ServerProcess, free_port
 from bench.realistic import _fetch_json, _fmt, _percentile, _store_rows
 from gateway.scoring.windows import WindowSplitter
+from guard.bias.fence import rules_before
 from guard.bias.prompts import SYSTEM_PROMPT, BiasPrompts
 from tests.support.reading_judge import reading_answer
 
@@ -334,8 +335,8 @@ def token_table(sizes: tuple[int, ...] = (400, 800, 1200, 1600)) -> list[dict[st
             prompt += _tokens(len(SYSTEM_PROMPT) * 2 + len(extract) + len(analyze))
             completion += _tokens(len(json.dumps(opinions)) + len(verdicts))
             fixed += _tokens(
-                len(SYSTEM_PROMPT) * 2 + len(extract.split("\nTEXT:\n")[0])
-                + len(analyze.split("\nTEXT:\n")[0])
+                len(SYSTEM_PROMPT) * 2 + len(rules_before(extract))
+                + len(rules_before(analyze))
             )  # fmt: skip
             sent += len(window) + len(context)
         rows.append(

@@ -19,7 +19,7 @@ PROMPTS = BiasPrompts()
 
 def test_the_judge_reads_the_text_and_not_its_context() -> None:
     prompt = PROMPTS.extract("I think tea is good. It rains.", context="I think men are lazy.")
-    assert judged_text(prompt) == "I think tea is good. It rains.\n"
+    assert judged_text(prompt) == "I think tea is good. It rains."
     assert json.loads(reading_answer("preprocess", prompt, **WORDS) or "") == {
         "opinions": ["I think tea is good."]
     }

@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from gateway.demo import apis, rules
 from gateway.proxy.surfaces.base import content_text
+from guard.bias.fence import rules_before, unfenced, unfenced_batch
 
 __all__ = ["ANSWERS", "DEMO_JUDGE_MODEL", "answer_for", "demo_app", "judge_answer"]
 
@@ -88,25 +89,18 @@ def _text_of(content: object) -> str:
 # -- the judge ----------------------------------------------------------------------
 
 
-def _section(prompt: str, start: str, end: str | None = None) -> str:
-    if start not in prompt:
-        return ""
-    body = prompt.split(start, 1)[1]
-    if end is not None and end in body:
-        body = body.split(end, 1)[0]
-    return body.strip("\n")
+def _block(prompt: str, label: str = "TEXT") -> str:
+    """A block of the prompt's fenced material (`guard.bias.fence`); empty if none."""
+    return unfenced(prompt, label) or ""
 
 
-# A batch prompt's texts: the number and the text between its markers.
-_BATCH_TEXT = re.compile(r"<<<TEXT (\d+)>>>\n(.*?)\n<<<END OF TEXT \1>>>", re.DOTALL)
 _RUBRIC_ID = re.compile(r"^- \[([a-z][a-z0-9_]*)\] ", re.MULTILINE)
 
 
 def _offered(prompt: str) -> frozenset[str]:
-    """The category ids the prompt's rubric lists (read before the TEXT or TEXTS, which
-    are the user's)."""
-    rules_part = prompt.split("\nTEXT:\n", 1)[0].split("\nTEXTS:\n", 1)[0]
-    return frozenset(_RUBRIC_ID.findall(rules_part))
+    """The category ids the prompt's rubric lists (read before the fenced material, which
+    is the user's)."""
+    return frozenset(_RUBRIC_ID.findall(rules_before(prompt)))
 
 
 def judge_answer(body: dict[str, Any]) -> str:
@@ -116,23 +110,23 @@ def judge_answer(body: dict[str, Any]) -> str:
     schema = (body.get("response_format") or {}).get("json_schema") or {}
     step = schema.get("name")
     if step == "opinions":
-        return json.dumps({"opinions": rules.opinions_of(_section(prompt, "\nTEXT:\n"))})
+        return json.dumps({"opinions": rules.opinions_of(_block(prompt))})
     if step == "verdicts":
-        listed = _section(prompt, "\nOPINIONS:\n")
+        listed = _block(prompt, "OPINIONS")
         opinions = [re.sub(r"^\d+\.\s*", "", line) for line in listed.splitlines() if line]
         offered = _offered(prompt)
         results = [_verdict(rules.judge_opinion(opinion), offered) for opinion in opinions]
         return json.dumps({"results": results})
     if step == "assessment":
-        return json.dumps({"verdicts": _assessed(prompt, _section(prompt, "\nTEXT:\n"))})
+        return json.dumps({"verdicts": _assessed(prompt, _block(prompt))})
     if step == "assessments":  # a batch (`guard.bias.batch`): each text as if alone
-        texts = _BATCH_TEXT.findall(prompt.split("\nTEXTS:\n", 1)[-1])
-        answers = [{"text": int(n), "verdicts": _assessed(prompt, text)} for n, text in texts]
+        texts = enumerate(unfenced_batch(prompt), 1)
+        answers = [{"text": n, "verdicts": _assessed(prompt, text)} for n, text in texts]
         return json.dumps({"answers": answers})
     # The explanation: plain text. The score and text are in the prompt.
-    found = re.search(r"SCORE: (\S+) out of a maximum of (\S+)", prompt)
+    found = re.search(r"SCORE: (\S+) out of a maximum of (\S+)", rules_before(prompt))
     score, scale = (float(found.group(1)), float(found.group(2))) if found else (0.0, 1.0)
-    text = _section(prompt, "\nTEXT:\n", "\n\nTHE REASONS")
+    text = _block(prompt)
     biased = [o for o in rules.opinions_of(text) if rules.judge_opinion(o).biased]
     return rules.explain(score, scale, biased)
 
@@ -140,7 +134,7 @@ def judge_answer(body: dict[str, Any]) -> str:
 def _assessed(prompt: str, text: str) -> list[dict[str, Any]]:
     """The single-call verdicts on `text`, under the rules and rubric of `prompt`."""
     opinions = rules.opinions_of(text)
-    if not opinions and text.strip() and "judge the whole TEXT" in prompt:
+    if not opinions and text.strip() and "judge the whole TEXT" in rules_before(prompt):
         opinions = [text.strip()]
     offered = _offered(prompt)
     return [

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import pytest
 
 from guard import BiasScorer, JudgeOutputError
 from guard.bias.batch import batch_prompt
+from guard.bias.fence import rules_before, unfenced_batch
 from guard.bias.prompts import BiasPrompts
 from tests.support.fake_openai import FakeOpenAI, Fault
 
@@ -65,8 +67,8 @@ async def test_empty_texts_are_not_sent_and_score_zero(
     assert [result.score for result in batched] == [0.0, 1.0, 0.0]
     (call,) = fake_openai.requests
     prompt = call.body["messages"][-1]["content"]
-    assert "<<<TEXT 1>>>\nEngineers from Quuxland" in prompt
-    assert "<<<TEXT 2>>>" not in prompt
+    assert unfenced_batch(prompt)[0].startswith("Engineers from Quuxland")
+    assert len(unfenced_batch(prompt)) == 1
     assert batched[1].judge_calls == 1
 
 
@@ -97,9 +99,12 @@ async def test_batches_need_the_single_pipeline(make_scorer: MakeScorer) -> None
 def test_the_prompt_numbers_each_text_between_its_markers_and_keeps_the_rules() -> None:
     prompts = BiasPrompts()
     prompt = batch_prompt(prompts, ["first {text}", "second"], judge_whole_text=True)
-    assert "<<<TEXT 1>>>\nfirst {text}\n<<<END OF TEXT 1>>>" in prompt
-    assert "<<<TEXT 2>>>\nsecond\n<<<END OF TEXT 2>>>" in prompt
-    assert prompts.assess_rules(judge_whole_text=True) in prompt
+    assert unfenced_batch(prompt) == ["first {text}", "second"]
+    code = re.findall(r"<<<TEXT 1 ([0-9a-f]{16})>>>\nfirst \{text\}\n<<<END TEXT 1 \1>>>", prompt)
+    assert code
+    assert f"<<<TEXT 2 {code[0]}>>>\nsecond\n<<<END TEXT 2 {code[0]}>>>" in prompt
+    single_rules = rules_before(prompts.assess("x")).split("Answer with one JSON")[0]
+    assert single_rules.split("Task:", 2)[1] in prompt  # the single call's rules, less its task
     assert "judge the whole TEXT as one statement" in prompt
     without = batch_prompt(prompts, ["x"], judge_whole_text=False)
     assert "judge the whole TEXT as one statement" not in without

@@ -14,6 +14,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 import guard
+from guard.bias.fence import unfenced
 from guard.cli import display, evaluate, main
 from tests.support.fake_openai import FakeOpenAI, Fault
 
@@ -140,7 +141,7 @@ def test_score_reads_stdin_with_scale_and_no_reason(
     ]
     assert out["reason"] is None
     assert fake_openai.judge_calls() == 2
-    assert fake_openai.requests[0].body["messages"][1]["content"].endswith("text from stdin\n")
+    assert unfenced(fake_openai.requests[0].body["messages"][1]["content"]) == "text from stdin"
 
 
 def test_score_with_the_single_pipeline(

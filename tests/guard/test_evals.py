@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from guard import BiasScorer, ItemResult, Message, OutputSchema, run_evals
+from guard.bias.fence import unfenced
 from guard.evals import CategorySummary, category_breakdown
 from guard.result import AnalyzeStepResult, BiasResult, PreprocessStepResult
 from guard.testing import FunctionJudge, scripted_bias_judge
@@ -17,14 +18,14 @@ def verdict_judge() -> FunctionJudge:
 
     def answer(messages: Sequence[Message], schema: OutputSchema | None) -> str | dict[str, Any]:
         prompt = messages[1]["content"]  # the original prompt, also on the corrective retry
-        text = prompt.split("TEXT:\n", 1)[1].split("\n", 1)[0]
+        text = unfenced(prompt) or ""
         if "boom" in text:
             return "not json"
         if schema is None:
             return "explained"
         if schema.name == "opinions":
             return {"opinions": [s for s in text.split(". ") if s]}
-        opinions = prompt.split("OPINIONS:\n", 1)[1].strip().splitlines()
+        opinions = (unfenced(prompt, "OPINIONS") or "").splitlines()
         return {
             "results": [
                 {"result": "yes" if "lazy" in line else "no", "reason": "r"} for line in opinions
@@ -233,12 +234,12 @@ def category_judge() -> FunctionJudge:
 
     def answer(messages: Sequence[Message], schema: OutputSchema | None) -> str | dict[str, Any]:
         prompt = messages[1]["content"]
-        text = prompt.split("TEXT:\n", 1)[1].split("\n", 1)[0]
+        text = unfenced(prompt) or ""
         if schema is None:
             return "explained"
         if schema.name == "opinions":
             return {"opinions": [s for s in text.split(". ") if s]}
-        opinions = prompt.split("OPINIONS:\n", 1)[1].strip().splitlines()
+        opinions = (unfenced(prompt, "OPINIONS") or "").splitlines()
         results = []
         for line in opinions:
             named = [

@@ -18,6 +18,7 @@ from guard import (
     OutputShapeError,
     create_bias_scorer,
 )
+from guard.bias.fence import rules_before, unfenced
 from guard.bias.prompts import SYSTEM_PROMPT
 from tests.support.fake_openai import FakeOpenAI, Fault
 
@@ -158,11 +159,13 @@ def test_a_window_is_judged_with_its_context_after_the_fixed_rules(
     prompts = [windowed.preprocess_prompt or "", windowed.analyze_prompt or ""]
     plain = [whole.preprocess_prompt or "", whole.analyze_prompt or ""]
     for prompt, without in zip(prompts, plain, strict=True):
-        fixed = without.split("\nTEXT:\n")[0]
+        fixed = rules_before(without)
         assert prompt.startswith(fixed)
-        marked = prompt.index("CONTEXT (")
+        marked = prompt.index("The CONTEXT below")
         assert "list no opinion from it" in prompt
-        assert marked < prompt.index(context) < prompt.index("\nTEXT:\n" + text)
+        assert unfenced(prompt, "CONTEXT") == context
+        assert unfenced(prompt) == text
+        assert marked < prompt.index(context) < prompt.index(text)
         assert context not in without
 
 
@@ -192,7 +195,7 @@ async def test_no_opinions_judges_the_whole_text(
     assert fake_openai.steps() == ["preprocess", "analyze", "reason"]
     assert result.preprocess_step_result.opinions == []
     assert result.analyze_prompt is not None
-    assert result.analyze_prompt.endswith("OPINIONS:\n1. " + text + "\n")
+    assert unfenced(result.analyze_prompt, "OPINIONS") == "1. " + text
     assert result.score == 1
 
 
@@ -353,7 +356,7 @@ async def test_every_output_shape_is_scored(
 ) -> None:
     await make_scorer().run(input="q", output=output)
     user_prompt = fake_openai.requests[0].body["messages"][1]["content"]
-    assert user_prompt.endswith("TEXT:\nEngineers from the north are lazy.\n")
+    assert unfenced(user_prompt) == "Engineers from the north are lazy."
 
 
 async def test_shape_without_text_raises_before_any_call(

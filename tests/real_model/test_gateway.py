@@ -16,6 +16,7 @@ import openai
 import pytest
 
 from guard import StructuredMode
+from guard.bias.fence import unfenced
 from tests.gateway.conftest import RunningGateway
 from tests.real_model.conftest import MODEL, JudgeRelay, RealServer
 from tests.support.telemetry import Captured
@@ -50,7 +51,7 @@ def judged(gateway: RunningGateway, run_id: str, relay: JudgeRelay) -> dict[str,
 def was_judged(text: str, relay: JudgeRelay) -> bool:
     """Whether the judge's first call (extracting opinions) was given exactly `text`."""
     prompt = str(relay.calls[0].request["messages"][-1]["content"])
-    return prompt.endswith(f"\nTEXT:\n{text}\n")
+    return unfenced(prompt) == text
 
 
 def chat_span(captured: Captured) -> Any:

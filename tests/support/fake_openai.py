@@ -36,6 +36,7 @@ from starlette.routing import Route
 
 from gateway.demo import apis as fake_apis
 from gateway.demo.apis import Frame, Surface, split
+from guard.bias.fence import unfenced_batch
 from tests.support import rich_answers
 from tests.support.reading_judge import opinions_written, reading_answer
 from tests.support.rich_answers import RichAnswer
@@ -43,8 +44,6 @@ from tests.support.rich_answers import RichAnswer
 JUDGE_MODEL = "judge"
 
 ScriptedVerdict = tuple[str, str] | tuple[str, str, list[str]]
-# A batch prompt's texts (`guard.bias.batch`): the number and the text between its markers.
-_BATCH_TEXT = re.compile(r"<<<TEXT (\d+)>>>\n(.*?)\n<<<END OF TEXT \1>>>", re.DOTALL)
 _LANGUAGE_ASKED = re.compile(r"(?:Write every reason in|Write in|why, in)\s+(.+?)[.;]", re.DOTALL)
 
 
@@ -517,9 +516,10 @@ class FakeOpenAI:
             return json.dumps({"verdicts": self._assessed(str(body["messages"][-1]["content"]))})
         if step == "assess_batch":
             # Each text between its markers answered as the single-call step answers it.
-            texts = _BATCH_TEXT.findall(str(body["messages"][-1]["content"]))
+            texts = unfenced_batch(str(body["messages"][-1]["content"]))
             answers = [
-                {"text": int(number), "verdicts": self._assessed(text)} for number, text in texts
+                {"text": number, "verdicts": self._assessed(text)}
+                for number, text in enumerate(texts, 1)
             ]
             return json.dumps({"answers": answers})
         if step == "reason":

@@ -16,7 +16,7 @@ would for a model that reads its prompt as one stream of orders. That is a worst
 case on purpose: a defence measured against it does not rely on the judge
 respecting the fence. It only knows its own task: a line of the prompt that is a
 line of the gateway's prompt templates (`guard.bias.prompts` and the batch prompt,
-built around a probe text; digits, as in a random boundary marker, ignored) is the
+built around a probe text; numbers and the fence's random codes ignored) is the
 task, not an instruction about it, so rules such as "return an empty list" or a
 warning about instructions in the text do not steer it.
 
@@ -47,11 +47,12 @@ __all__ = ["GullibleJudge", "gullible_answer", "obeyed"]
 
 
 _PROBE = "probe-text-of-the-gullible-judge"
-_DIGITS = re.compile(r"[\w-]*\d[\w-]*")
+_DIGITS = re.compile(r"[\w-]*\d[\w-]*|\b[0-9a-f]{16}\b")
 
 
 def _shape(line: str) -> str:
-    """A line with its words that hold digits (numbers, random markers) blanked."""
+    """A line with its words that hold digits or are a fence code (`guard.bias.fence`)
+    blanked: numbers, and the random code of the markers."""
     return _DIGITS.sub("#", line.strip())
 
 

@@ -12,6 +12,8 @@ import json
 import re
 from collections.abc import Sequence
 
+from guard.bias.fence import unfenced
+
 __all__ = ["judged_text", "opinions_written", "reading_answer"]
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
@@ -19,9 +21,10 @@ _NUMBERED = re.compile(r"^\d+\. (.*)$", re.MULTILINE)
 
 
 def judged_text(prompt: str) -> str:
-    """The TEXT a judge prompt asks about, without its CONTEXT or its OPINIONS list."""
-    text = prompt.rsplit("\nTEXT:\n", 1)[-1]
-    return text.split("\n\nOPINIONS:\n", 1)[0]
+    """The TEXT a judge prompt asks about, read from its fence (`guard.bias.fence`):
+    not its CONTEXT nor its OPINIONS; the whole prompt when it has no fence."""
+    text = unfenced(prompt)
+    return prompt if text is None else text
 
 
 def _opinions(text: str, words: Sequence[str]) -> list[str]:
@@ -44,7 +47,7 @@ def reading_answer(
     if step == "preprocess":
         return json.dumps({"opinions": _opinions(text, words)})
     if step == "analyze":
-        listed = _NUMBERED.findall(prompt.split("\n\nOPINIONS:\n", 1)[-1])
+        listed = _NUMBERED.findall(unfenced(prompt, "OPINIONS") or "")
         return json.dumps({"results": [_verdict(opinion, biased_words) for opinion in listed]})
     if step == "assess":
         verdicts = [

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from guard.bias.fence import unfenced
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.telemetry import Captured
@@ -144,7 +145,7 @@ def test_any_language_is_judged_as_written_with_reasons_in_the_asked_language(
     record = gateway.wait_for_score(raw.headers["x-bias-run-id"])
     # The judge saw the text as written, and the prompt asked for reasons in the language.
     extract = next(r for r in fake_openai.requests if r.step == "preprocess")
-    assert f"TEXT:\n{text}\n" in extract.body["messages"][1]["content"]
+    assert unfenced(extract.body["messages"][1]["content"]) == text
     assert "Never translate an opinion." in extract.body["messages"][1]["content"]
     assert {step for step, language in fake_openai.languages if language == asked} == {
         "analyze",

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from guard.bias.fence import unfenced
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
 from tests.support.llama_cpp import SHAPES, frames
@@ -59,7 +60,7 @@ def chat_text(stream: bytes) -> str:
 def judged_text(fake: FakeOpenAI) -> str:
     """The text the fake judge was given to extract opinions from."""
     prompt = next(r for r in fake.requests if r.step == "preprocess").body["messages"][-1]
-    return str(prompt["content"]).split("\nTEXT:\n", 1)[1].removesuffix("\n")
+    return unfenced(str(prompt["content"])) or ""
 
 
 def replay_stream(fake: FakeOpenAI, stream: bytes) -> None:

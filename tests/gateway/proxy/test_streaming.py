@@ -9,6 +9,7 @@ from typing import Any
 import openai
 import pytest
 
+from guard.bias.fence import unfenced
 from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
 from tests.support.waiting import wait_for
@@ -193,8 +194,7 @@ def test_client_disconnect_cancels_upstream_and_scores_the_partial_text(
     wait_for(lambda: fake_openai.stream_endings, "the upstream stream to end")
     assert fake_openai.stream_endings == ["cancelled"]
     analyze = next(r for r in fake_openai.requests if r.step == "analyze")
-    judged = analyze.body["messages"][1]["content"].split("\nTEXT:\n", 1)[1]
-    judged = judged.split("\n\nOPINIONS:", 1)[0]
+    judged = unfenced(analyze.body["messages"][1]["content"]) or ""
     assert judged.startswith("one")
     assert "ten" not in judged
 

@@ -217,7 +217,7 @@ def test_a_short_answer_is_judged_whole_as_today(
     assert CONTEXT_MARK not in str(reading_judge.requests[-1].body)
 
 
-CONTEXT_MARK = "CONTEXT ("
+CONTEXT_MARK = "The CONTEXT below"
 
 
 def test_windows_after_the_first_carry_context_and_one_window_judges_at_a_time(

@@ -10,6 +10,7 @@ from gateway.config import Policy
 from gateway.observability.metrics import Metrics
 from gateway.scoring.queue import MonitorQueue
 from gateway.scoring.request import ScoreRequest
+from guard.bias.fence import unfenced
 from tests.gateway.conftest import RunningGateway
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.waiting import eventually
@@ -44,8 +45,8 @@ def judged_order(fake: FakeOpenAI, texts: dict[str, str]) -> list[str]:
     for recorded in fake.requests:
         if recorded.step != "preprocess":
             continue
-        prompt = str(recorded.body["messages"][-1]["content"])
-        order.extend(owner for text, owner in texts.items() if prompt.rstrip().endswith(text))
+        judged = unfenced(str(recorded.body["messages"][-1]["content"])) or ""
+        order.extend(owner for text, owner in texts.items() if judged.rstrip().endswith(text))
     return order
 
 
