@@ -17,8 +17,8 @@ from starlette.responses import Response
 from gateway.errors import UpstreamError
 from gateway.proxy.call import ScoredCall, without_type
 from gateway.proxy.decisions import bias_headers, decide, render
+from gateway.proxy.event_stream import SSE_HEADERS
 from gateway.proxy.judgement import StreamJudgement
-from gateway.proxy.responses import SSE_HEADERS
 from gateway.proxy.tap import StreamTap
 from gateway.scoring.outcome import Outcome
 from gateway.upstream.client import UpstreamResponse

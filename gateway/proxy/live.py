@@ -11,7 +11,7 @@ from gateway.config import Policy
 from gateway.errors import UpstreamError
 from gateway.proxy.call import ScoredCall
 from gateway.proxy.decisions import Refusal, bias_headers
-from gateway.proxy.responses import SSEResponse, last_frame
+from gateway.proxy.event_stream import SSEResponse, last_frame
 from gateway.proxy.surfaces import Surface
 from gateway.proxy.tap import StreamTap
 from gateway.scoring.outcome import Outcome

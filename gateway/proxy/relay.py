@@ -10,7 +10,7 @@ from starlette.responses import Response
 from gateway.errors import UpstreamError
 from gateway.proxy.call import ScoredCall
 from gateway.proxy.decisions import Refusal
-from gateway.proxy.responses import SSEResponse
+from gateway.proxy.event_stream import SSEResponse
 from gateway.proxy.surfaces import Surface
 from gateway.proxy.tap import StreamTap
 from gateway.upstream.client import UpstreamResponse

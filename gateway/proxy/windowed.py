@@ -14,8 +14,8 @@ from gateway.config import Policy
 from gateway.errors import UpstreamError
 from gateway.proxy.call import ScoredCall
 from gateway.proxy.decisions import Refusal, bias_headers
+from gateway.proxy.event_stream import SSEResponse, last_frame
 from gateway.proxy.judgement import StreamJudgement
-from gateway.proxy.responses import SSEResponse, last_frame
 from gateway.proxy.surfaces import Surface
 from gateway.upstream.client import UpstreamResponse
 
