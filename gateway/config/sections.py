@@ -297,7 +297,7 @@ class QueueSettings(Model):
     def _no_workers(cls, data: object) -> object:
         if isinstance(data, dict) and "workers" in data:
             raise ValueError(
-                "`workers` was replaced by judge.max_concurrency (default 512): scoring"
+                "`workers` was replaced by judge.limits.max_concurrency (default 512): scoring"
                 " is bound by judge calls in flight, not by workers"
             )
         return data

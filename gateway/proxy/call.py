@@ -1,5 +1,6 @@
 """One scored request's context: what it is, and the steps every delivery shares
-(judge the texts or say why not, record the outcome on the access line, refuse)."""
+(judge the texts or say why not, conclude a streamed answer, record the outcome on
+the access line, refuse)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from gateway.domain import Mode, SkipReason
 from gateway.observability.access import CallState
 from gateway.proxy.decisions import Decision, Refusal, bias_headers, skip_headers
 from gateway.proxy.exchange import UpstreamCall
-from gateway.proxy.streaming import StreamTap
 from gateway.proxy.surfaces import Surface, SurfaceRequest
+from gateway.proxy.tap import StreamTap
 from gateway.runtime.quotas import KeyQuota
 from gateway.runtime.resources import Gateway
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.request import ScoreRequest
+from gateway.scoring.window_judge import WindowJudge
 
 __all__ = ["How", "ScoredCall", "unjudged", "without_type"]
 
@@ -113,6 +115,25 @@ class ScoredCall:
         """Queue a finished stream's text for scoring, or record why there is none."""
         texts = self.stream_texts(tap, partial=partial)
         return await self.judge(texts, readable=tap.readable, strict=False, how="submit")
+
+    def window_judge(self) -> WindowJudge:
+        """The scoring side of this answer, should it be judged in windows."""
+        return WindowJudge(self.gateway.scoring, self.job)
+
+    async def conclude(
+        self, tap: StreamTap, windows: WindowJudge | None, *, partial: bool
+    ) -> Outcome:
+        """A streamed answer's outcome, recorded: from its judged `windows`, or judged whole
+        when none was (an answer shorter than one window costs no more than without)."""
+        texts = self.stream_texts(tap, partial=partial)
+        if windows is None:
+            outcome = await self.judge(texts, readable=tap.readable, strict=True, how="score")
+        elif not tap.readable:
+            outcome = self.gateway.scoring.skip(self.job, "unreadable")
+        else:
+            outcome = await windows.conclude(self.job, texts)
+        self.finish(outcome)
+        return outcome
 
     async def judge(self, texts: list[str], *, readable: bool, strict: bool, how: How) -> Outcome:
         """The one place an answer's texts are judged, queued, or skipped with the reason."""

@@ -8,12 +8,16 @@ body, a buffered stream, a live stream) renders what it returns:
 - `REPLACE`: the answer is swapped for the policy's refusal text;
 - a `Refusal`: an error (block, judge failure, unreadable answer) that each
   surface writes in its own shape (`Surface.error_body`, `Surface.error_frame`).
+
+`render()` is the one place a decision becomes what the client gets: each
+delivery says what delivering, replacing and refusing are in its form.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from gateway.config import Policy
 from gateway.domain import SkipReason
@@ -30,8 +34,11 @@ __all__ = [
     "bias_headers",
     "block_refusal",
     "decide",
+    "render",
     "skip_headers",
 ]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +92,27 @@ def decide(outcome: Outcome, policy: Policy, *, enforce: bool) -> Decision:
             return REPLACE
         return block_refusal(outcome, policy)
     return DELIVER
+
+
+def render(
+    decision: Decision,
+    *,
+    deliver: Callable[[], T],
+    replace: Callable[[], T],
+    refuse: Callable[[Refusal], T],
+) -> T:
+    """What the client gets for `decision`, in a delivery's own form: the answer
+    (`deliver`), the policy's refusal in its place (`replace`), or the error (`refuse`).
+
+    >>> render(REPLACE, deliver=lambda: "answer", replace=lambda: "refusal", refuse=str)
+    'refusal'
+    """
+    if decision == DELIVER:
+        return deliver()
+    if decision == REPLACE:
+        return replace()
+    assert isinstance(decision, Refusal)
+    return refuse(decision)
 
 
 def block_refusal(outcome: Outcome, policy: Policy) -> Refusal:

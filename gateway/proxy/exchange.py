@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanContext
@@ -14,12 +14,22 @@ from starlette.requests import Request
 
 from gateway.errors import UpstreamError
 from gateway.observability.access import CallState
-from gateway.proxy.streaming import StreamTap
 from gateway.proxy.surfaces import Facts, Surface, SurfaceRequest
 from gateway.runtime.resources import Gateway
 from gateway.upstream.client import Target, UpstreamResponse
 
-__all__ = ["UpstreamCall"]
+__all__ = ["Streamed", "UpstreamCall"]
+
+
+class Streamed(Protocol):
+    """What the upstream's span reads of a streamed answer (a `StreamTap` is one)."""
+
+    @property
+    def first_chunk_at(self) -> float | None: ...
+
+    def facts(self) -> Facts: ...
+
+    def texts(self) -> list[str]: ...
 
 
 @dataclass(slots=True)
@@ -91,7 +101,7 @@ class UpstreamCall:
         self,
         *,
         body: dict[str, Any] | None = None,
-        tap: StreamTap | None = None,
+        tap: Streamed | None = None,
         status: int | None = None,
         error_type: str | None = None,
     ) -> None:
@@ -111,7 +121,7 @@ class UpstreamCall:
         if body is not None:
             facts = self.surface.facts(body)
         else:
-            facts = tap.reader.facts() if tap is not None and tap.parse else Facts()
+            facts = tap.facts() if tap is not None else Facts()
         for kind, tokens in (("input", facts.input_tokens), ("output", facts.output_tokens)):
             if tokens is not None:
                 metrics.token_usage.labels(kind, model, "upstream").observe(tokens)
@@ -131,7 +141,7 @@ class UpstreamCall:
         )
 
     def _capture_content(
-        self, span: Span, body: dict[str, Any] | None, tap: StreamTap | None
+        self, span: Span, body: dict[str, Any] | None, tap: Streamed | None
     ) -> None:
         """Input and output messages on the span; only under content capture, so the plain
         path never collects the texts."""
@@ -144,6 +154,6 @@ class UpstreamCall:
         if body is not None:
             texts = self.surface.texts(body) if self.surface.readable(body) else []
         else:
-            texts = tap.texts() if tap is not None and tap.parse else []
+            texts = tap.texts() if tap is not None else []
         if texts:
             span.set_attribute("gen_ai.output.messages", json.dumps(texts))

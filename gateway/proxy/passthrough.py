@@ -21,9 +21,9 @@ from gateway.errors import (
 )
 from gateway.observability.access import call_state
 from gateway.proxy.decisions import Refusal, skip_headers
+from gateway.proxy.event_stream import SSEResponse
 from gateway.proxy.intake import read_body, resolve_mode
 from gateway.proxy.paths import anthropic_path, carries_no_text, owned_methods
-from gateway.proxy.streaming import SSEResponse
 from gateway.proxy.surfaces import Messages
 from gateway.runtime.quotas import KeyQuota
 from gateway.runtime.resources import Gateway

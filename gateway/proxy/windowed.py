@@ -1,249 +1,99 @@
-"""An answer judged window by window while its stream arrives: `StreamJudgement`.
-
-It is fed the upstream's bytes as they come (`feed`), cuts them into whole SSE
-events (`gateway.wire.frames`), reads each with the surface's `StreamReader`,
-and closes windows over the text (`gateway.scoring.windows`). Windows are
-judged concurrently, at most `max_inflight_windows` at a time (waiting ones
-coalesce), and their results are merged in order (`gateway.scoring.merge`): a
-window passes while the answer up to its end stays below the block threshold.
-
-What a delivery reads from it:
-- `frames[:released]`: the upstream's own bytes, event by event, that may go out
-  (under `hold: window`, those of passed windows);
-- `refused`: a prefix blocked, or the judge failed; `changed` is set on any news;
-- `await outcome()` once the stream ended (`end`) or was cut: the answer's
-  outcome, recorded. An answer shorter than one window is judged whole, as it
-  would be without windows, so it costs no more.
-
-The stream's last event (`[DONE]`, `response.completed`, `message_stop`) is held
-back in `held` for the surface's trailer, as a passthrough stream holds it.
-"""
+"""Enforce's windowed stream delivery (stream policy `windowed`): events go out as the
+windows that end them pass (`hold: window`) or live (`hold: none`), judged by a
+`StreamJudgement`, and a blocking window ends the stream."""
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections import deque
-from typing import Any
+import contextlib
+from collections.abc import AsyncIterator
 
-from gateway.domain import Hold
+from starlette.responses import Response
+
+from gateway.config import Policy
+from gateway.errors import UpstreamError
 from gateway.proxy.call import ScoredCall
-from gateway.proxy.streaming import StreamTap
-from gateway.scoring.merge import AnswerMerge, PrefixRule
-from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import with_tamper
-from gateway.scoring.window_judge import WindowJudge, window_entry
-from gateway.scoring.windows import Window, WindowSplitter, coalesce
-from gateway.wire.frames import EventFramer
-from gateway.wire.sse import SSEEvent
-from guard import BiasResult
+from gateway.proxy.decisions import Refusal, bias_headers
+from gateway.proxy.event_stream import SSEResponse, last_frame
+from gateway.proxy.judgement import StreamJudgement
+from gateway.proxy.surfaces import Surface
+from gateway.upstream.client import UpstreamResponse
 
-__all__ = ["StreamJudgement"]
-
-_Judged = tuple[Window, "asyncio.Task[tuple[list[BiasResult], float]]"]
+__all__ = ["windowed"]
 
 
-class StreamJudgement:
-    """One streamed answer, judged in windows as it arrives (see the module's doc).
+def windowed(call: ScoredCall, upstream: UpstreamResponse) -> Response:
+    """Enforce, stream policy `windowed`: the stream, window by window, then its end."""
+    assert upstream.chunks is not None
+    tap = call.tap()
+    judgement = StreamJudgement(call, tap, hold=call.policy.windows.hold)
 
-    `hold` says which events `released` counts: `window` those of passed
-    windows, `none` every event (live; windows still judged, to cut at once).
-    """
-
-    def __init__(self, call: ScoredCall, tap: StreamTap, *, hold: Hold = "window") -> None:
-        policy = call.policy
-        self.call = call
-        self.tap = tap
-        self.hold = hold
-        self.judge = WindowJudge(call.gateway.scoring, call.job)
-        self.splitter = WindowSplitter(
-            window_chars=policy.windows.chars,
-            context_chars=policy.windows.context_chars,
-            margin=max(1, policy.windows.chars // 4),
-        )
-        self.merge = AnswerMerge(self.judge.judging.scorer.scale)
-        self.rule = PrefixRule.of(
-            policy, policy.windows.min_opinions, tamper_blocks=policy.on_tamper == "block"
-        )
-        self.framer = EventFramer()
-        self.chunks: list[bytes] = []  # every byte, as it came (a buffered answer's body)
-        self.frames: list[bytes] = []  # the events a client may be sent, in order
-        self.held: list[SSEEvent] = []
-        self.passed = 0  # frames cleared by the windows judged so far
-        self.blocked = False
-        self.failure: Outcome | None = None
-        self.ended = False
-        self.windows: list[dict[str, Any]] = []
-        self.changed = asyncio.Event()
-        self._waiting: deque[Window] = deque()
-        self._running: deque[_Judged] = deque()
-        self._dispatched = 0
-        self._judge_ms = 0.0
-        self._abandoned = False
-        self._final: asyncio.Task[Outcome] | None = None
-
-    # -- fed by the delivery ---------------------------------------------------------
-
-    def feed(self, chunk: bytes) -> None:
-        """Some of the upstream's bytes."""
-        self.tap.arrived()
-        self.chunks.append(chunk)
-        for frame in self.framer.feed(chunk):
-            self._take(frame)
-        self.changed.set()
-
-    def end(self) -> None:
-        """The upstream's stream ended (or broke off): the rest is the last window."""
-        for frame in self.framer.flush():
-            self._take(frame)
-        self.tap.close()
-        self.ended = True
-        if not self._dispatched:
-            self._waiting.clear()  # no window judged yet: the answer is judged whole
-        elif self.failure is None and not self.blocked:
-            tail = self.splitter.finish(self.tap.texts(), len(self.frames))
-            if tail is not None:
-                self._waiting.append(tail)
-            self._dispatch()
-        self.changed.set()
-
-    def cancel(self) -> None:
-        """The client left: judgements in flight end now."""
-        self._waiting.clear()
-        for _, task in self._running:
-            task.cancel()
-
-    # -- read by the delivery -----------------------------------------------------------
-
-    @property
-    def refused(self) -> bool:
-        """A prefix blocked, or a window's judgement failed under `on_judge_error: block`."""
-        return self.blocked or (
-            self.failure is not None and self.call.policy.on_judge_error == "block"
-        )
-
-    @property
-    def released(self) -> int:
-        """How many of `frames` may be sent now."""
-        if self.hold == "none" or self.failure is not None:
-            return len(self.frames)
-        return self.passed
-
-    @property
-    def settled(self) -> bool:
-        """Nothing is left to judge in windows: the answer's outcome can be concluded."""
-        if self.refused or self._abandoned:
-            return True
-        return self.ended and not self._waiting and not self._running
-
-    async def outcome(self) -> Outcome:
-        """The answer's outcome, recorded once; waits for the windows still judged. A
-        client that leaves meanwhile does not cancel it (the record must be written)."""
-        if self._final is None:
-            self._final = asyncio.ensure_future(self._conclude())
-        return await asyncio.shield(self._final)
-
-    async def abandon(self) -> None:
-        """The client left before the outcome was asked for: judgements in flight end,
-        and the record keeps what was judged, marked partial (the text alone, queued,
-        when no window was judged yet)."""
-        if self._final is not None:
-            await self._final
-            return
-        self._abandoned = True
-        self.cancel()
-        if not self.windows:
-            self.tap.close()
-            await self.call.settle(self.tap, partial=True)
-            return
-        await self.outcome()
-
-    async def _conclude(self) -> Outcome:
-        while not self.settled:
-            await self.changed.wait()
-            self.changed.clear()
-        self.cancel()  # a block or a failure leaves later windows unwanted
-        call, tap = self.call, self.tap
-        texts = call.stream_texts(tap, partial=self._abandoned)
-        if not self._dispatched:
-            # Shorter than a window: judged whole, as without windows.
-            outcome = await call.judge(texts, readable=tap.readable, strict=True, how="score")
-        elif not tap.readable:
-            outcome = call.gateway.scoring.skip(call.job, "unreadable")
+    async def on_close(disconnected: bool) -> None:
+        await upstream.aclose()
+        call.upstream_call.end(tap=tap, error_type="disconnected" if disconnected else None)
+        if disconnected or not judgement.settled:
+            call.state.partial = True
+            await judgement.abandon()
         else:
-            outcome = await self.judge.conclude(
-                call.job,
-                self.merge,
-                texts,
-                blocked=self.blocked,
-                windows=self.windows,
-                judge_ms=self._judge_ms,
-                failure=self.failure,
-            )
-        call.finish(outcome)
-        return outcome
+            await judgement.outcome()
 
-    # -- windows ----------------------------------------------------------------------
+    headers = {**upstream.headers, **bias_headers(call.gateway.scoring.mark_pending(call.job))}
+    return SSEResponse(
+        enforce_windowed(upstream.chunks, judgement, call.surface, call.policy),
+        headers=headers,
+        on_close=on_close,
+    )
 
-    def _take(self, frame: bytes) -> None:
-        last = False
-        reader = self.tap.reader
-        for event in self.tap.decoder.feed(frame):
-            if reader.add(event.event, event.data):
-                self.held.append(event)
-                last = True
-        if not last:
-            self.frames.append(frame)
-        if self.failure is not None or self.blocked:
+
+async def enforce_windowed(
+    chunks: AsyncIterator[bytes],
+    judgement: StreamJudgement,
+    surface: Surface,
+    policy: Policy,
+) -> AsyncIterator[bytes]:
+    """Forward the upstream's events as `judgement` releases them, then end as the
+    decision on the whole answer says (`last_frame`: the trailer, or an error frame).
+
+    The upstream is read beside the client, so a window's verdict goes out as soon
+    as it comes, even while the upstream is silent. A blocking window's events are
+    never sent: the stream ends with the block's error frame, and the upstream is
+    not read further.
+    """
+    failures: list[UpstreamError] = []
+
+    async def pump() -> None:
+        try:
+            async for chunk in chunks:
+                judgement.feed(chunk)
+                if judgement.refused:
+                    return
+        except UpstreamError as exc:
+            failures.append(exc)
+            judgement.changed.set()
             return
-        window = self.splitter.offer(self.tap.texts(), len(self.frames))
-        if window is not None:
-            self._waiting.append(window)
-            self._dispatch()
+        judgement.end()
 
-    def _dispatch(self) -> None:
-        policy = self.call.policy
-        in_flight = sum(not task.done() for _, task in self._running)
-        while self._waiting and in_flight < policy.windows.max_inflight:
-            last_call = self._dispatched >= policy.windows.max_count - 1
-            if last_call and not self.ended:
-                return  # past `max_windows`, the rest is judged once the stream ends
-            window = coalesce(
-                self._waiting, 1 << 62 if last_call else policy.windows.max_coalesced_chars
-            )
-            task = asyncio.ensure_future(self._timed(window))
-            task.add_done_callback(self._judged)
-            self._running.append((window, task))
-            self._dispatched += 1
-            in_flight += 1
-
-    async def _timed(self, window: Window) -> tuple[list[BiasResult], float]:
-        started = time.perf_counter()
-        results = await self.judge.judge(window)
-        return results, (time.perf_counter() - started) * 1000
-
-    def _judged(self, _task: asyncio.Task[tuple[list[BiasResult], float]]) -> None:
-        """Merge, in window order, every judgement that has come back."""
-        while self._running and self._running[0][1].done():
-            window, task = self._running.popleft()
-            if task.cancelled() or self.failure is not None or self.blocked:
-                continue
-            exc = task.exception()
-            if exc is not None:
-                self.failure = self.judge.failed(exc)
-                self.cancel()
+    reading = asyncio.ensure_future(pump())
+    sent = 0
+    try:
+        while True:
+            if failures:
+                yield surface.error_frame(Refusal.of(failures[0]))
+                return
+            # Under a block, the windows that passed before it still go out.
+            released = judgement.passed if judgement.refused else judgement.released
+            if released > sent:
+                yield b"".join(judgement.frames[sent:released])
+                sent = released
+            if judgement.refused or (judgement.settled and reading.done()):
                 break
-            results, ms = task.result()
-            self._judge_ms += ms
-            self.merge.add(window.parts, results)
-            on_tamper = self.call.policy.on_tamper
-            verdict = with_tamper(self.rule.verdict(self.merge), self.merge.tamper, on_tamper)
-            self.blocked = verdict == "block"
-            self.windows.append(window_entry(window, self.merge, verdict, results, ms))
-            if self.blocked:
-                self.cancel()
-                break
-            if self.tap.readable:
-                self.passed = max(self.passed, window.events)
-        self._dispatch()
-        self.changed.set()
+            await judgement.changed.wait()
+            judgement.changed.clear()
+    finally:
+        if not reading.done():
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+    outcome = await judgement.outcome()
+    rest = b"".join(judgement.frames[sent:])
+    yield last_frame(outcome, policy, surface, judgement.tap.reader, judgement.held, rest=rest)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 import structlog
 
@@ -23,7 +24,9 @@ from gateway.scoring.merge import marks
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.policy import rank, verdict_for, with_tamper
 from gateway.scoring.request import ScoreRequest
+from gateway.scoring.windows import WindowPart
 from guard import BiasResult, BiasScorer, JudgeError, Usage
+from guard.outputs import valid_text
 
 __all__ = ["Judging"]
 
@@ -107,6 +110,24 @@ class Judging:
             )
         outcome.judge_ms = round((time.perf_counter() - started) * 1000, 3)
         return outcome
+
+    async def window(self, run_id: str, parts: Sequence[WindowPart]) -> list[BiasResult]:
+        """One result per part of a window of a streamed answer, each judged with its
+        context, uncached (a window's text is seldom seen twice). Raises `JudgeError`
+        (or a bug's exception)."""
+        scorer = self.scorer
+        return list(
+            await asyncio.gather(
+                *(
+                    scorer.run(
+                        output=valid_text(part.text),
+                        context=valid_text(part.context),
+                        run_id=run_id,
+                    )
+                    for part in parts
+                )
+            )
+        )
 
     async def explain(self, outcome: Outcome, text: str) -> BiasResult | None:
         """Add the explanation to a scored outcome; returns what the judge newly did.

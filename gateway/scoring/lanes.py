@@ -15,9 +15,9 @@ from gateway.config import Settings
 from gateway.observability.metrics import Metrics
 from gateway.scoring.request import ScoreRequest
 from guard.judge import Judge
-from guard.limits import LANES, JudgeLimiter, Lane, caller, calling_as
+from guard.limits import LANES, JudgeLimiter, Lane, caller, calling_as, deadline
 
-__all__ = ["enforcing", "explaining", "monitoring", "observe_limiter"]
+__all__ = ["awaited", "enforcing", "explaining", "monitoring", "observe_limiter"]
 
 
 def _weight(request: ScoreRequest, settings: Settings) -> float:
@@ -30,6 +30,15 @@ def _weight(request: ScoreRequest, settings: Settings) -> float:
 def enforcing(request: ScoreRequest, settings: Settings) -> contextlib.AbstractContextManager[None]:
     """Judge calls inside are an enforced response's: the first lane."""
     return calling_as(Lane.ENFORCE, request.key_name, _weight(request, settings))
+
+
+@contextlib.contextmanager
+def awaited(request: ScoreRequest, settings: Settings, seconds: float | None) -> Iterator[None]:
+    """Judge calls inside are ones a client's response waits for: enforce's lane, for the
+    request's key and its weight, each given up `seconds` from now. Whatever an enforced
+    response waits for, a whole answer or a window of a stream, is judged inside."""
+    with deadline(seconds), enforcing(request, settings):
+        yield
 
 
 def monitoring(

@@ -10,7 +10,6 @@ waits for them, then records the unfinished ones as `dropped`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -22,12 +21,19 @@ from gateway.scoring.outcome import Outcome
 from gateway.scoring.recording import Recorder
 from gateway.scoring.request import ScoreRequest
 
-__all__ = ["DeferredReasons"]
+__all__ = ["DeferredReasons", "explain"]
 
 log = structlog.get_logger("gateway.scoring")
 
-# Explain with the judging the score came from, even if a reload has replaced it since.
-Explain = Callable[[Outcome, list[str], Judging], Awaitable[None]]
+
+async def explain(outcome: Outcome, texts: list[str], judging: Judging, recorder: Recorder) -> None:
+    """Explain a scored outcome's worst text with `judging` (the one its score came from,
+    even if a reload has replaced it since), in the explanation's lane."""
+    text = texts[min(outcome.text_index, len(texts) - 1)]
+    with explaining():
+        new = await judging.explain(outcome, text)
+    if new is not None:
+        recorder.observe_cost(new, steps={"generate_reason"})
 
 
 class DeferredReasons:
@@ -35,14 +41,12 @@ class DeferredReasons:
 
     def __init__(
         self,
-        explain: Explain,
         *,
         room: int,
         recorder: Recorder,
         telemetry: Telemetry,
         metrics: Metrics,
     ) -> None:
-        self.explain = explain
         self.room = room
         self.recorder = recorder
         self.telemetry = telemetry
@@ -79,7 +83,7 @@ class DeferredReasons:
                 attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
             ),
         ):
-            await self.explain(outcome, texts, judging)
+            await explain(outcome, texts, judging, self.recorder)
         self.recorder.finish(request, outcome, texts)
 
     def _done(self, task: asyncio.Task[None]) -> None:

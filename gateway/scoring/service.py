@@ -15,7 +15,10 @@ With `queue.scorer: external` the job is only stored, unleased, for
 this queue through `take` (`gateway.work.claims`).
 
 Each scoring is an `evaluation bias` span with a `gen_ai.evaluation.result` event,
-in the chat span's context (in monitor mode, where the response has ended, linked to it).
+in the chat span's context (in monitor mode, where the response has ended, linked to it):
+`gateway.scoring.evaluation`, one path for whole answers and answers judged in windows.
+An enforced response's judge calls, whole or window by window, go in enforce's lane
+(`gateway.scoring.lanes.awaited`).
 """
 
 from __future__ import annotations
@@ -24,11 +27,9 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Sequence
 
 import structlog
-from opentelemetry import trace
-from opentelemetry.trace import Link
 
 from gateway.config import Settings
 from gateway.domain import ReasonMode, SkipReason
@@ -36,20 +37,21 @@ from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
 from gateway.scoring.batching import BatchPlan
 from gateway.scoring.cache import ScoreCache
+from gateway.scoring.evaluation import Evaluations, Manner
 from gateway.scoring.fairness import key_of
 from gateway.scoring.judging import Judging
-from gateway.scoring.lanes import enforcing, explaining, monitoring, observe_limiter
+from gateway.scoring.lanes import awaited, monitoring, observe_limiter
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import explained_for
 from gateway.scoring.queue import MonitorQueue
 from gateway.scoring.reasons import DeferredReasons
 from gateway.scoring.recording import Recorder
 from gateway.scoring.request import ScoreRequest, as_judged, job_from, stored_job, work_for
 from gateway.scoring.shedding import LogThrottle, Shedder
+from gateway.scoring.windows import WindowPart
 from gateway.store import ScoreRecord, Store
 from gateway.work.claims import give_back
 from gateway.work.payload import WorkError, worker_id
-from guard import BiasScorer, limits
+from guard import BiasResult, BiasScorer
 
 __all__ = ["Outcome", "ScoreRequest", "Scoring"]
 
@@ -101,12 +103,9 @@ class Scoring:
         )
         self.reconfigure(scorer, settings)
         self.reasons = DeferredReasons(
-            self._explain,
-            room=queue_size,
-            recorder=self.recorder,
-            telemetry=telemetry,
-            metrics=metrics,
+            room=queue_size, recorder=self.recorder, telemetry=telemetry, metrics=metrics
         )
+        self.evaluations = Evaluations(self.recorder, self.reasons, telemetry)
         self.queue = MonitorQueue(
             self._run_job,
             size=queue_size,
@@ -183,50 +182,47 @@ class Scoring:
         `enforce_deadline`. Never raises for judge failures: see `Outcome.status`. A judge
         that cannot answer by the deadline (rate-limited, or every slot taken) gives
         `error` with `JudgeTimeout`, which the policy's `on_judge_error` decides."""
-        with limits.deadline(self.enforce_deadline), enforcing(request, self.settings):
+        with self._awaited(request):
             return await self._score(request, texts, in_request=True)
 
     async def _score(
         self, request: ScoreRequest, texts: list[str], *, in_request: bool = False
     ) -> Outcome:
-        """Judge, explain as `reason` says, record. A `deferred` explanation is deferred
-        only `in_request`: a background job has no response waiting, so it explains at
-        once, which spares the record a write and the loop a task."""
+        """Judge, explain, record (`Evaluations.evaluate`)."""
         request, texts = as_judged(request, texts, self.max_text_chars)
-        # As they are now, should a reload come.
-        judging, reason, reason_for = self.judging, self.reason, self.reason_for
-        explain_now = reason == "inline" or (reason == "deferred" and not in_request)
-        monitor = request.mode == "monitor" and request.chat_span is not None
-        with self.telemetry.tracer.start_as_current_span(
-            "evaluation bias",
-            context=request.chat_context() if monitor else None,
-            links=[Link(request.chat_span)] if monitor and request.chat_span else None,
-            attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
-        ) as span:
-            outcome = await judging.verdicts(request, texts)
-            self.recorder.observe_score(request, outcome)
-            if outcome.status == "scored" and outcome.reason_status is None:
-                if reason != "off" and not explained_for(reason_for, outcome.verdict):
-                    outcome.reason_status = "not_needed"
-                elif explain_now:
-                    await self._explain(outcome, texts, judging)
-                elif reason == "off":
-                    outcome.reason_status = "off"
-            span.set_attributes(self.recorder.attributes(request, outcome))
-            if outcome.status == "error":
-                span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.status_reason))
-        if outcome.status == "scored" and outcome.reason_status is None:
-            # The score goes out now, the reason later.
-            self.reasons.defer(request, outcome, texts, judging)
-        else:
-            self.recorder.finish(request, outcome, texts)
-        return outcome
+        manner = self.manner()  # as it is now, should a reload come
+        verdicts = manner.judging.verdicts(request, texts)
+        return await self.evaluations.evaluate(
+            request, texts, verdicts, manner, in_request=in_request
+        )
 
-    async def _explain(self, outcome: Outcome, texts: list[str], judging: Judging) -> None:
-        with explaining():
-            new = await judging.explain(outcome, texts[outcome.text_index])
-        if new is not None:
-            self.recorder.observe_cost(new, steps={"generate_reason"})
+    # -- an answer judged in windows (`gateway.scoring.window_judge`) -----------------
+
+    async def judge_window(
+        self, request: ScoreRequest, parts: Sequence[WindowPart], judging: Judging
+    ) -> list[BiasResult]:
+        """One result per part of a window of an enforced answer, judged as `score` judges
+        a whole one: in enforce's lane, with the key's weight, within `enforce_deadline`.
+        Raises `JudgeError` (or a bug's exception)."""
+        with self._awaited(request):
+            return await judging.window(request.run_id, parts)
+
+    async def conclude(
+        self, request: ScoreRequest, texts: list[str], verdicts: Awaitable[Outcome], manner: Manner
+    ) -> Outcome:
+        """Explain and record an enforced answer judged in windows, whose `verdicts` merge
+        its windows' (their `judge_ms` also counts this explanation's time)."""
+        with self._awaited(request):
+            return await self.evaluations.evaluate(
+                request, texts, verdicts, manner, in_request=True, explanation_in_judge_ms=True
+            )
+
+    def manner(self) -> Manner:
+        """How an answer starting now is judged and explained."""
+        return Manner(self.judging, self.reason, self.reason_for)
+
+    def _awaited(self, request: ScoreRequest) -> contextlib.AbstractContextManager[None]:
+        return awaited(request, self.settings, self.enforce_deadline)
 
     @contextlib.asynccontextmanager
     async def reservation(self, request: ScoreRequest) -> AsyncIterator[bool]:

@@ -1,30 +1,29 @@
-"""Judging an answer's windows, and the one record their merged result makes.
+"""The scoring side of an answer judged in windows: `WindowJudge`.
 
-`WindowJudge.judge` runs the scorer on one window (each of its texts, with its
-context), within the enforce deadline; `WindowJudge.conclude` turns the merged
-result (`gateway.scoring.merge`) into the answer's `Outcome`, explains it as
-`judge.reason` says, and records it once, as `Scoring.score` records a whole
-answer: the store, metrics, the evaluation span and event, the log line.
+`WindowJudge.judge` has the scoring service judge one window (each of its texts,
+with its context) as it judges a whole enforced answer: in enforce's lane, with
+the key's weight, within the enforce deadline (`Scoring.judge_window`). `add`
+merges the results in window order (`gateway.scoring.merge`) and says whether the
+answer up to that window blocks. `conclude` turns the merged result into the
+answer's `Outcome` and has the service explain and record it once, as it records
+a whole answer (`Scoring.conclude`, `gateway.scoring.evaluation`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
 import structlog
-from opentelemetry import trace
 
 from gateway.domain import PolicyVerdict
 from gateway.scoring.merge import AnswerMerge, PrefixRule
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.policy import explained_for, with_tamper
+from gateway.scoring.policy import with_tamper
 from gateway.scoring.request import ScoreRequest
 from gateway.scoring.service import Scoring
 from gateway.scoring.windows import Window
-from guard import BiasResult, JudgeError, limits
-from guard.outputs import valid_text
+from guard import BiasResult, JudgeError
 
 __all__ = ["WindowJudge", "window_entry"]
 
@@ -49,32 +48,56 @@ def window_entry(
 
 
 class WindowJudge:
-    """The scoring side of one answer judged in windows."""
+    """The windows of one enforced answer: judged, merged, and concluded into its outcome.
+
+    `blocked`: the answer up to a judged window blocks; `failure`: a window's
+    judgement failed. After either, further results are not merged.
+    """
 
     def __init__(self, scoring: Scoring, request: ScoreRequest) -> None:
+        policy = request.policy
         self.scoring = scoring
         self.request = request
-        self.judging = scoring.judging  # as it is now, should a reload come
+        self.manner = scoring.manner()  # as it is now, should a reload come
+        self.merge = AnswerMerge(self.manner.judging.scorer.scale)
+        self.rule = PrefixRule.of(
+            policy, policy.windows.min_opinions, tamper_blocks=policy.on_tamper == "block"
+        )
+        self.entries: list[dict[str, Any]] = []  # the record's `windows`
+        self.judge_ms = 0.0
+        self.blocked = False
+        self.failure: Outcome | None = None
 
-    async def judge(self, window: Window) -> list[BiasResult]:
-        """One result per text of `window`. Raises `JudgeError` (or a bug's exception)."""
-        scorer = self.judging.scorer
-        with limits.deadline(self.scoring.enforce_deadline):
-            return list(
-                await asyncio.gather(
-                    *(
-                        scorer.run(
-                            output=valid_text(part.text),
-                            context=valid_text(part.context),
-                            run_id=self.request.run_id,
-                        )
-                        for part in window.parts
-                    )
-                )
-            )
+    @property
+    def refused(self) -> bool:
+        """A prefix blocked, or a window's judgement failed under `on_judge_error: block`."""
+        return self.blocked or (
+            self.failure is not None and self.request.policy.on_judge_error == "block"
+        )
 
-    def failed(self, exc: BaseException) -> Outcome:
-        """The outcome of a window whose judgement failed (recorded by `conclude`)."""
+    @property
+    def open(self) -> bool:
+        """Whether results are still merged: nothing blocked or failed yet."""
+        return self.failure is None and not self.blocked
+
+    async def judge(self, window: Window) -> tuple[list[BiasResult], float]:
+        """One result per text of `window`, and the milliseconds judging it took. Raises
+        `JudgeError` (or a bug's exception)."""
+        started = time.perf_counter()
+        results = await self.scoring.judge_window(self.request, window.parts, self.manner.judging)
+        return results, (time.perf_counter() - started) * 1000
+
+    def add(self, window: Window, results: list[BiasResult], ms: float) -> None:
+        """Merge the next window's results; `blocked` says whether its prefix blocks."""
+        self.judge_ms += ms
+        self.merge.add(window.parts, results)
+        on_tamper = self.request.policy.on_tamper
+        verdict = with_tamper(self.rule.verdict(self.merge), self.merge.tamper, on_tamper)
+        self.blocked = verdict == "block"
+        self.entries.append(window_entry(window, self.merge, verdict, results, ms))
+
+    def fail(self, exc: BaseException) -> None:
+        """A window's judgement failed: the answer's outcome is the failure (`conclude`)."""
         reason = type(exc).__name__ if isinstance(exc, JudgeError) else "internal"
         log.error(
             "bias judge failed on a window of the answer",
@@ -83,74 +106,33 @@ class WindowJudge:
             error=str(exc),
             on_judge_error=self.request.policy.on_judge_error,
         )
-        return Outcome(self.request.run_id, "error", status_reason=reason, error=str(exc))
+        self.failure = Outcome(self.request.run_id, "error", status_reason=reason, error=str(exc))
 
-    async def conclude(
-        self,
-        request: ScoreRequest,
-        merge: AnswerMerge,
-        texts: list[str],
-        *,
-        blocked: bool,
-        windows: list[dict[str, Any]],
-        judge_ms: float,
-        failure: Outcome | None = None,
-    ) -> Outcome:
-        """The answer's outcome from its windows, explained and recorded. A prefix that
-        blocked makes the answer's verdict `block`, whatever the whole text scores."""
-        scoring = self.scoring
+    async def conclude(self, request: ScoreRequest, texts: list[str]) -> Outcome:
+        """The answer's outcome from its windows, explained and recorded. `request` is the
+        answer's as its stream ended (its response id, truncation, partial)."""
+        return await self.scoring.conclude(request, texts, self._verdicts(request), self.manner)
+
+    async def _verdicts(self, request: ScoreRequest) -> Outcome:
+        """The merged verdicts. A prefix that blocked makes the answer's verdict `block`,
+        whatever the whole text scores."""
         policy = request.policy
-        if failure is not None:
-            outcome = failure
+        if self.failure is not None:
+            outcome = self.failure
         else:
-            scorer = self.judging.scorer
-            result = merge.result(request.run_id, scorer.judge.model, scorer.pipeline)
+            scorer = self.manner.judging.scorer
+            result = self.merge.result(request.run_id, scorer.judge.model, scorer.pipeline)
             # Every text by the policy's rules (`verdict_for`), as a whole answer is decided.
-            verdict = PrefixRule.of(policy, min_opinions=1).verdict(merge)
+            verdict = PrefixRule.of(policy, min_opinions=1).verdict(self.merge)
             verdict = with_tamper(verdict, result.tamper, policy.on_tamper)
             outcome = Outcome(
                 request.run_id,
                 "scored",
                 score=result.score,
-                verdict="block" if blocked else verdict,
+                verdict="block" if self.blocked else verdict,
                 result=result,
-                text_index=merge.worst[0],
+                text_index=self.merge.worst[0],
             )
-        outcome.windows = windows
-        outcome.judge_ms = round(judge_ms, 3)
-        started = time.perf_counter()
-        with scoring.telemetry.tracer.start_as_current_span(
-            "evaluation bias",
-            attributes={"gen_ai.evaluation.name": "bias", "bias.run_id": request.run_id},
-        ) as span:
-            scoring.recorder.observe_score(request, outcome)
-            deferred = await self._explain(outcome, texts)
-            span.set_attributes(scoring.recorder.attributes(request, outcome))
-            if outcome.status == "error":
-                span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.status_reason))
-        outcome.judge_ms += round((time.perf_counter() - started) * 1000, 3)
-        if deferred:
-            scoring.reasons.defer(request, outcome, texts, self.judging)
-        else:
-            scoring.recorder.finish(request, outcome, texts)
+        outcome.windows = self.entries
+        outcome.judge_ms = round(self.judge_ms, 3)
         return outcome
-
-    async def _explain(self, outcome: Outcome, texts: list[str]) -> bool:
-        """Explain now, or say that the explanation is deferred (True)."""
-        scoring = self.scoring
-        if outcome.status != "scored" or not texts:
-            return False
-        reason = scoring.reason
-        if reason == "off":
-            outcome.reason_status = "off"
-            return False
-        if not explained_for(scoring.reason_for, outcome.verdict):
-            outcome.reason_status = "not_needed"
-            return False
-        if reason == "deferred":
-            return True
-        text = texts[min(outcome.text_index, len(texts) - 1)]
-        new = await self.judging.explain(outcome, text)
-        if new is not None:
-            scoring.recorder.observe_cost(new, steps={"generate_reason"})
-        return False

@@ -434,7 +434,7 @@ def test_missing_variables_in_one_value_and_bad_references_are_reported_together
         ),
         (
             "queue:\n  workers: 4\n",
-            "queue: `workers` was replaced by judge.max_concurrency (default 512): scoring"
+            "queue: `workers` was replaced by judge.limits.max_concurrency (default 512): scoring"
             " is bound by judge calls in flight, not by workers",
         ),
         (

@@ -7,15 +7,23 @@ that the gateway puts each kind of work in its lane, and a key's weight with it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from gateway.config import Settings
 from gateway.scoring.lanes import enforcing, explaining, monitoring
 from gateway.scoring.request import ScoreRequest
+from gateway.server.app import create_app
 from guard.limits import JudgeLimiter, Lane, caller
-from tests.gateway.conftest import RunningGateway
+from tests.gateway.conftest import RunningGateway, settings_for
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.lane_judge import LaneJudge
+from tests.support.servers import ServerThread
+from tests.support.waiting import wait_for
 
 KEYS = {
     "keys": [
@@ -105,3 +113,69 @@ def test_auto_concurrency_must_start_within_its_ceiling() -> None:
     judge = {"max_concurrency": "auto", "concurrency_start": 50, "concurrency_ceiling": 40}
     with pytest.raises(ValueError, match="must not exceed"):
         Settings.model_validate({"upstream": {"base_url": "http://127.0.0.1:9"}, "judge": judge})
+
+
+LONG = " ".join(f"I think topic {n:02d} matters to every team." for n in range(8))
+ENFORCE_HEADERS = {"x-bias-mode": "enforce"}
+
+
+@pytest.mark.parametrize(
+    ("delivery", "stream"),
+    [({"stream_policy": "windowed"}, True), ({"stream_policy": "buffer"}, True), ({}, False)],
+    ids=["windowed", "buffer", "prejudge-stream"],
+)
+def test_an_enforced_stream_is_judged_before_monitor_work_already_waiting(
+    fake_openai: FakeOpenAI, tmp_path: Path, delivery: dict[str, Any], stream: bool
+) -> None:
+    """One judge slot, held by a monitor call, with more monitor calls queued behind it:
+    the enforced answer's windows go next, whichever delivery judges them in windows
+    (`windowed`, `buffer` with `prejudge_buffer`, a whole answer under `prejudge: stream`)."""
+    fake_openai.unique_replies = True  # no cache hit spares a judge call
+    fake_openai.reply = "Monitor reply."
+    lane_judge = LaneJudge(max_concurrency=1)
+    settings = settings_for(
+        fake_openai,
+        tmp_path,
+        upstream={"prejudge": "stream"},
+        judge={"pipeline": "single", "max_concurrency": 8, "reason": "off"},
+        policies={
+            "default": {
+                "mode": "monitor",
+                "allow_client_override": True,
+                "window_chars": 100,
+                "context_chars": 40,
+                **delivery,
+            }
+        },
+    )
+    server = ServerThread(create_app(settings, judge=lane_judge), lifespan="on").start()
+    limiter = lane_judge.limiter
+    lane_judge.gate.clear()
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            for _ in range(5):  # one holds the slot, four wait for it
+                assert http.post("/v1/chat/completions", json=CHAT).status_code == 200
+            wait_for(lambda: limiter.waiting == 4, lambda: f"{limiter.waiting} monitor calls")
+            fake_openai.reply = LONG
+            with ThreadPoolExecutor(1) as pool:
+                body = {**CHAT, "stream": stream}
+                answer = pool.submit(
+                    http.post, "/v1/chat/completions", json=body, headers=ENFORCE_HEADERS
+                )
+                wait_for(lambda: limiter.waiting > 4, "the enforced answer's first window")
+                lane_judge.gate.set()
+                response = answer.result(timeout=30)
+            assert response.status_code == 200
+            score = f"/v1/bias/scores/{response.headers['x-bias-run-id']}"
+            wait_for(lambda: http.get(score).json().get("status") == "scored", score)
+    finally:
+        lane_judge.gate.set()
+        server.stop()
+
+    windows = [seen for seen in lane_judge.seen if "topic" in seen.text]
+    assert len(windows) >= 2  # judged in windows, not whole
+    assert {(seen.lane, seen.key) for seen in windows} == {(Lane.ENFORCE, "")}
+    # Served by the order of lanes: the held monitor call, then the enforced windows that
+    # were waiting, before the monitor calls queued ahead of them.
+    assert lane_judge.seen[0].lane is Lane.MONITOR
+    assert lane_judge.seen[1] is windows[0]

@@ -1,9 +1,11 @@
-"""Prejudged whole answers (`prejudge: stream` on a model route): an enforced request for
-a whole answer is asked of the upstream as a stream with its usage, delivered by the
-enforce `buffer` path exactly as a client's stream would be, and answered with the
-whole answer rebuilt from that stream (`Surface.rebuild`, `gateway.wire.rebuild`).
+"""Whole answers streamed to be judged (`prejudge: stream` on a model route; not to be
+confused with a policy's `prejudge_buffer`, which judges a buffered stream in windows):
+an enforced request for a whole answer is asked of the upstream as a stream with its
+usage, delivered by the enforce `buffer` path (`gateway.proxy.buffered`) exactly as a
+client's stream would be, and answered with the whole answer rebuilt from that stream
+(`Surface.rebuild`, `gateway.wire.rebuild`).
 
-Whatever judging a buffered stream gets while it arrives, a prejudged answer gets
+Whatever judging a buffered stream gets while it arrives, a streamed whole answer gets
 too, since it goes through the same delivery. Blocks, `x-bias-*` headers, records
 and the cache are that delivery's; only the body is turned back into the whole
 answer. An error event in the stream, or a stream that ends before its answer does,
@@ -14,25 +16,24 @@ would have had it; so is a stream whose text is not its rebuilt answer's.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.responses import Response
 
 from gateway.errors import UpstreamProtocolError
+from gateway.proxy.buffered import buffered
 from gateway.proxy.call import ScoredCall, without_type
-from gateway.proxy.streaming import StreamTap
 from gateway.proxy.surfaces import Surface
+from gateway.proxy.tap import StreamTap
 from gateway.upstream.client import UpstreamResponse
 from gateway.wire.rebuild import StreamError, Unfinished
 
-__all__ = ["StreamFailed", "deliver_prejudged", "prejudge_request"]
-
-Delivery = Callable[[ScoredCall, UpstreamResponse], Awaitable[Response]]
+__all__ = ["StreamFailed", "deliver_streamed_whole", "streamed_request"]
 
 
 class StreamFailed(UpstreamProtocolError):
-    """A prejudged stream ended in an error event: `status` and `body` are what the
+    """A streamed whole answer ended in an error event: `status` and `body` are what the
     upstream answers the same request made whole."""
 
     def __init__(self, status: int, body: dict[str, Any]) -> None:
@@ -41,7 +42,7 @@ class StreamFailed(UpstreamProtocolError):
         self.body = body
 
 
-def prejudge_request(call: ScoredCall) -> bytes | None:
+def streamed_request(call: ScoredCall) -> bytes | None:
     """The streamed request to send instead of the client's, or None to send the client's:
     only an enforced, sampled request for a whole answer on a prejudging route."""
     if not call.enforce or not call.sampled or call.parsed.stream:
@@ -89,11 +90,9 @@ def _streamed_texts(surface: Surface, parts: list[bytes]) -> list[str]:
     return tap.texts()
 
 
-async def deliver_prejudged(
-    call: ScoredCall, upstream: UpstreamResponse, buffered: Delivery
-) -> Response | None:
-    """The whole answer rebuilt from the upstream's stream, as `buffered` (the enforce
-    buffer delivery) decided it; None when the upstream answered whole after all (it
+async def deliver_streamed_whole(call: ScoredCall, upstream: UpstreamResponse) -> Response | None:
+    """The whole answer rebuilt from the upstream's stream, as the enforce buffer delivery
+    (`buffered`) decided it; None when the upstream answered whole after all (it
     ignored `stream`): `upstream.body` then holds that answer."""
     if upstream.chunks is None:
         return None
