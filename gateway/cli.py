@@ -104,15 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             # On stderr, so that stdout stays JSON.
             checked = os.path.abspath(args.path) if args.path else _ENVIRONMENT_ONLY
             print(f"bias-gateway: config OK: {checked}", file=sys.stderr)
-            for old, new in settings.old_keys():
-                instead = f"write {new} instead" if new else "it says nothing now: drop it"
-                print(f"bias-gateway: warning: {old} is an old key; {instead}", file=sys.stderr)
-            for name in settings.keys_in_clear():
-                print(
-                    f"bias-gateway: warning: key {name!r} is kept in clear; give its hash"
-                    " instead (bias-gateway hash-key)",
-                    file=sys.stderr,
-                )
+            for warning in settings.warnings():
+                print(f"bias-gateway: warning: {warning}", file=sys.stderr)
             return 0
         if args.command == "hash-key":
             return _hash_key()

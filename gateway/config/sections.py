@@ -225,12 +225,20 @@ class KeySettings(Model):
     # An admin key reads every key's records (lookups, lists, stats, the dashboard)
     # and may filter by key; any other key reads only its own requests' records.
     admin: bool = False
+    # A reviewer labels the judge's verdicts on its own key's records (an admin on
+    # every key's): `may_review`.
+    reviewer: bool = False
     # This key's own limits; unset, `limits` (for every key) applies.
     requests_per_minute: OptionalPositiveFloat = None
     concurrent_requests: OptionalPositiveInt = None
     # This key's share of the judge while other keys wait for it too, relative to
     # theirs: a key of weight 2 is served twice as often as a key of weight 1.
     weight: PositiveFloat = 1.0
+
+    @property
+    def may_review(self) -> bool:
+        """Whether this key labels records: a reviewer, or an admin."""
+        return self.reviewer or self.admin
 
 
 class LimitSettings(Model):

@@ -135,6 +135,25 @@ class Settings(Model):
         """The names of the client keys given in clear, not as their hash."""
         return [key.name for key in self.all_keys() if not is_hashed(key.key.get_secret_value())]
 
+    def warnings(self) -> list[str]:
+        """What `check-config` points out in a config it accepts."""
+        notes = [
+            f"{old} is an old key; "
+            + (f"write {new} instead" if new else "it says nothing now: drop it")
+            for old, new in self.old_keys()
+        ]
+        notes += [
+            f"key {name!r} is kept in clear; give its hash instead (bias-gateway hash-key)"
+            for name in self.keys_in_clear()
+        ]
+        reviewers = [key.name for key in self.all_keys() if key.reviewer]
+        if reviewers and not self.store.capture_content:
+            notes.append(
+                f"reviewer keys ({', '.join(reviewers)}) will see records without their"
+                " text: store.capture_content is off"
+            )
+        return notes
+
     def judge_base_url(self) -> str:
         return self.judge.base_url or self.upstream.base_url
 

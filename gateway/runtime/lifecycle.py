@@ -206,6 +206,7 @@ async def score_cache(settings: Settings, store: Store) -> ScoreCache | None:
         size,
         on_add=lambda key, entry: store.put_cache(CacheEntry(key, entry)),
         lookup=store.cache_get if store.shared else None,
+        keep_text=settings.store.capture_content,
     )
     cache.preload((entry.key, entry.result) for entry in await store.cached(size))
     if len(cache):

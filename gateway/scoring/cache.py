@@ -8,6 +8,13 @@ Entries are kept as JSON text, not as `BiasResult` models: a model is a dozen
 or more objects the garbage collector tracks, a string is none, and thousands of
 cached models made every full collection a pause of the event loop that showed
 in monitor mode's tail latency. A hit pays for it with a parse.
+
+What leaves the process (`on_add`: the score store, shared by every gateway on
+PostgreSQL) holds no text unless content capture is on (`keep_text`): an entry
+is stored as its verdicts only (`without_text`), which is all a hit on another
+gateway, or after a restart, needs to decide an answer, and an explanation
+entry (`explanation_key`) is not stored at all. The entries held here in memory
+keep what the judge said.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from guard import BiasResult, BiasScorer
 
-__all__ = ["ScoreCache", "cache_key"]
+__all__ = ["ScoreCache", "cache_key", "explanation_key", "without_text"]
 
 # How long a scoring waits for the shared cache (a database round trip, normally a
 # millisecond or so) before it asks the judge instead.
@@ -28,6 +35,7 @@ _LOOKUP_SECONDS = 1.0
 # findings it reports). Keys are of the raw text, of which both are a pure function;
 # a new reading gets new keys, so no entry made before it replays without its marks.
 _READING = "judged-view-1"
+_EXPLANATION = ":reason"  # after a hex digest; no NUL, which PostgreSQL text refuses
 
 
 def cache_key(scorer: BiasScorer, text: str) -> str:
@@ -46,6 +54,39 @@ def cache_key(scorer: BiasScorer, text: str) -> str:
     return hashlib.sha256((options + text).encode()).hexdigest()
 
 
+def explanation_key(key: str) -> str:
+    """The key of the explained result of the text whose verdicts are at `key`."""
+    return key + _EXPLANATION
+
+
+def without_text(result: BiasResult) -> BiasResult:
+    """`result` with nothing the judged text gave it: no prompts, no explanation, and
+    its opinions, the verdicts' reasons and the tamper excerpts emptied (each still
+    there, so the counts hold). The score, verdicts, categories, tamper kinds and
+    cost stay: what decides an answer."""
+    preprocess = result.preprocess_step_result
+    analyze = result.analyze_step_result
+    return result.model_copy(
+        update={
+            "preprocess_prompt": None,
+            "analyze_prompt": None,
+            "generate_reason_prompt": None,
+            "reason": None,
+            "preprocess_step_result": preprocess.model_copy(
+                update={"opinions": ["" for _ in preprocess.opinions]}
+            ),
+            "analyze_step_result": analyze.model_copy(
+                update={
+                    "results": [
+                        verdict.model_copy(update={"reason": ""}) for verdict in analyze.results
+                    ]
+                }
+            ),
+            "tamper": [{**finding, "excerpt": ""} for finding in result.tamper],
+        }
+    )
+
+
 class ScoreCache:
     """An in-memory LRU of `BiasResult`s by content hash."""
 
@@ -55,8 +96,10 @@ class ScoreCache:
         *,
         on_add: Callable[[str, str], None] | None = None,
         lookup: Callable[[str], Awaitable[str | None]] | None = None,
+        keep_text: bool = False,
     ) -> None:
-        """`on_add(key, entry)` sees each new entry (JSON text), e.g. to persist it;
+        """`on_add(key, entry)` sees each new entry (JSON text), e.g. to persist it:
+        without `keep_text`, only verdict entries, as `without_text` leaves them;
         `lookup(key)` is asked on a local miss, e.g. a store shared by several
         gateways, before the result is computed here."""
         if maxsize < 1:
@@ -64,6 +107,7 @@ class ScoreCache:
         self.maxsize = maxsize
         self.on_add = on_add
         self.lookup = lookup
+        self.keep_text = keep_text
         self._results: OrderedDict[str, str] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[BiasResult]] = {}
         self.hits = 0
@@ -87,8 +131,14 @@ class ScoreCache:
         """Store (or replace) the result for `key`, e.g. once its explanation is known."""
         entry = result.model_dump_json()
         self._put(key, entry)
-        if self.on_add is not None:
+        if self.on_add is None:
+            return
+        if self.keep_text:
             self.on_add(key, entry)
+        elif not key.endswith(_EXPLANATION):
+            # An explanation is the judge's words about the text; one that is not kept
+            # is asked for again where it is missed, the verdicts are not.
+            self.on_add(key, without_text(result).model_dump_json())
 
     async def get_or_run(
         self, key: str, run: Callable[[], Awaitable[BiasResult]]

@@ -19,7 +19,7 @@ import structlog
 
 from gateway.observability.metrics import Metrics
 from gateway.scoring.batching import Batcher, BatchPlan
-from gateway.scoring.cache import ScoreCache, cache_key
+from gateway.scoring.cache import ScoreCache, cache_key, explanation_key
 from gateway.scoring.merge import marks
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.policy import rank, verdict_for, with_tamper
@@ -31,7 +31,6 @@ from guard.outputs import valid_text
 __all__ = ["Judging"]
 
 log = structlog.get_logger("gateway.scoring")
-_REASON_KEY = ":reason"  # after a hex digest; no NUL, which PostgreSQL text refuses
 _NO_COST = {
     "judge_calls": 0,
     "durations_ms": {},
@@ -144,7 +143,7 @@ class Judging:
             else:
                 key = cache_key(self.scorer, text)
                 explained, reused = await self.cache.get_or_run(
-                    key + _REASON_KEY, lambda: self._explain_for_cache(base, text, key)
+                    explanation_key(key), lambda: self._explain_for_cache(base, text, key)
                 )
         except Exception as exc:
             if not isinstance(exc, JudgeError):

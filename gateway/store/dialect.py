@@ -34,7 +34,6 @@ class Dialect:
     # Claimers running at once each take other rows instead of queueing on one
     # another's (PostgreSQL); SQLite's one writer at a time needs no row locks.
     skip_locked: str
-    cache_trim: str  # keep the `limit` (the statement's one value) newest cache entries
 
     def param(self, number: int) -> str:
         """The placeholder of a statement's `number`-th value (from 1)."""
@@ -77,8 +76,6 @@ SQLITE = Dialect(
     serial="INTEGER PRIMARY KEY",
     next_seq="(SELECT MAX(seq) + 1 FROM score_cache)",
     skip_locked="",
-    # seq only grows, so one index lookup finds where the newest entries begin.
-    cache_trim="DELETE FROM score_cache WHERE seq <= (SELECT MAX(seq) FROM score_cache) - ?",
 )
 
 POSTGRES = Dialect(
@@ -92,12 +89,6 @@ POSTGRES = Dialect(
     serial="BIGSERIAL PRIMARY KEY",
     next_seq="nextval(pg_get_serial_sequence('score_cache', 'seq'))",
     skip_locked=" FOR UPDATE SKIP LOCKED",
-    # By rank, not by `MAX(seq) - limit`: a sequence has gaps (an upsert that updates
-    # still draws a value for the insert it did not do).
-    cache_trim=(
-        "DELETE FROM score_cache WHERE seq <"
-        " (SELECT seq FROM score_cache ORDER BY seq DESC OFFSET $1 - 1 LIMIT 1)"
-    ),
 )
 
 _LEASE_CLEARED = "lease_until = NULL, leased_by = NULL"
@@ -158,7 +149,13 @@ class Statements:
                 " ON CONFLICT (key) DO UPDATE SET result = excluded.result,"
                 f" stored_at = excluded.stored_at, seq = {dialect.next_seq}"
             ),
-            cache_trim=dialect.cache_trim,
+            # By rank, not by `MAX(seq) - limit`: seq has gaps on both engines (a
+            # replaced entry leaves its old seq behind; a PostgreSQL upsert that updates
+            # still draws a value for the insert it did not do).
+            cache_trim=(
+                "DELETE FROM score_cache WHERE seq <"
+                f" (SELECT seq FROM score_cache ORDER BY seq DESC LIMIT 1 OFFSET {p(1)} - 1)"
+            ),
             cache_load=(
                 "SELECT key, result FROM (SELECT seq, key, result FROM score_cache"
                 f" ORDER BY seq DESC LIMIT {p(1)}) AS newest ORDER BY seq"

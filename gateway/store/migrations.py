@@ -209,6 +209,11 @@ _V6: tuple[Step, ...] = (
     " WHERE tamper IS NOT NULL",
 )
 
+# Version 7: the score cache emptied once. Its entries from before held, without
+# content capture too, the texts they were judged from (the explanation's prompt,
+# the quoted opinions): now a store without capture keeps the verdicts only.
+_V7: tuple[Step, ...] = ("DELETE FROM score_cache",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "scores and score_cache", _V1),
     Migration(2, "durable scoring work: work, attempts, lease", _V2),
@@ -216,6 +221,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "the rate a record was sampled at while overload shed the rest", _V4),
     Migration(5, "the count of biased opinions a verdict rests on", _V5),
     Migration(6, "tamper findings and the normalising steps of the judged text", _V6),
+    Migration(7, "the score cache emptied of entries that may hold judged texts", _V7),
 )
 
 _LEDGER = (

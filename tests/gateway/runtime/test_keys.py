@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -107,3 +108,36 @@ def test_check_config_warns_about_keys_in_clear(tmp_path: Path) -> None:
     assert "key 'plain' is kept in clear" in done.stderr
     assert "'hashed'" not in done.stderr
     assert ALICE not in done.stdout + done.stderr  # check-config masks the keys
+
+
+def test_a_reviewer_or_an_admin_may_review() -> None:
+    settings = Settings.model_validate(
+        {
+            "keys": [
+                {"name": "plain", "key": ALICE},
+                {"name": "reviewer", "key": BOB, "reviewer": True},
+                {"name": "ops", "key": "sk-ops-5c1d9e0a7b3f4e21", "admin": True},
+            ],
+            "api_keys": ["sk-generated-9a8b7c6d5e4f3a21"],
+        }
+    )
+    may_review = {key.name: key.may_review for key in settings.all_keys()}
+    assert may_review == {"plain": False, "reviewer": True, "ops": True, "key-1": False}
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_check_config_shows_reviewers_and_warns_when_they_would_see_no_text(
+    tmp_path: Path, capture: bool
+) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        f"store: {{capture_content: {str(capture).lower()}}}\n"
+        f"keys:\n  - {{name: plain, key: '{hash_key(ALICE)}'}}\n"
+        f"  - {{name: labeller, key: '{hash_key(BOB)}', reviewer: true}}\n"
+    )
+    done = _cli("check-config", str(config))
+    assert done.returncode == 0, done.stderr
+    shown = {key["name"]: key["reviewer"] for key in json.loads(done.stdout)["keys"]}
+    assert shown == {"plain": False, "labeller": True}
+    warned = "reviewer keys (labeller) will see records without their text" in done.stderr
+    assert warned is not capture

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gateway.scoring import cache as cache_module
-from gateway.scoring.cache import ScoreCache, cache_key
+from gateway.scoring.cache import ScoreCache, cache_key, explanation_key, without_text
 from guard import BiasResult, BiasScorer
 from guard.bias.categories import DEFAULT_CATEGORIES, Category
 from guard.testing import scripted_bias_judge
@@ -158,7 +158,9 @@ def test_cache_can_be_turned_off(fake_openai: FakeOpenAI, make_gateway: MakeGate
 
 def test_cache_reports_each_new_entry_and_preloads_in_order() -> None:
     added: list[tuple[str, str]] = []
-    cache = ScoreCache(maxsize=2, on_add=lambda key, entry: added.append((key, entry)))
+    cache = ScoreCache(
+        maxsize=2, on_add=lambda key, entry: added.append((key, entry)), keep_text=True
+    )
     judged = asyncio.run(scorer().run(output="x"))
     asyncio.run(cache.get_or_run("k1", lambda: asyncio.sleep(0, judged)))
     asyncio.run(cache.get_or_run("k1", lambda: asyncio.sleep(0, judged)))  # a hit adds nothing
@@ -170,6 +172,41 @@ def test_cache_reports_each_new_entry_and_preloads_in_order() -> None:
     assert len(warm) == 2  # the oldest went first
     _, old_cached = asyncio.run(warm.get_or_run("old", lambda: asyncio.sleep(0, judged)))
     assert old_cached is False
+
+
+async def test_without_keep_text_what_leaves_holds_the_verdicts_and_no_text() -> None:
+    added: list[tuple[str, str]] = []
+    cache = ScoreCache(maxsize=4, on_add=lambda key, entry: added.append((key, entry)))
+    biased = BiasScorer(
+        scripted_bias_judge(
+            opinions=["Northerners are lazy.", "Bridges are long."],
+            verdicts=[("yes", "Calls northerners lazy."), ("no", "A fact.")],
+            reason="Northerners are called lazy.",
+        ),
+        include_reason=True,
+    )
+    judged = await biased.run(output="Northerners are lazy. Bridges are long.", run_id="r1")
+    judged = judged.model_copy(update={"tamper": [{"kind": "override", "excerpt": "ignore"}]})
+    key = cache_key(biased, "Northerners are lazy. Bridges are long.")
+    await cache.get_or_run(key, lambda: asyncio.sleep(0, judged))
+    await cache.get_or_run(explanation_key(key), lambda: asyncio.sleep(0, judged))
+
+    [(stored_key, entry)] = added  # the explanation's entry stays here
+    assert stored_key == key
+    for text in ("Northerners", "lazy", "Bridges", "ignore", "A fact"):
+        assert text not in entry
+    stored = BiasResult.model_validate_json(entry)
+    assert stored == without_text(judged)
+    assert (stored.score, stored.biased_count, stored.categories) == (
+        judged.score,
+        judged.biased_count,
+        judged.categories,
+    )
+    assert len(stored.preprocess_step_result.opinions) == 2
+    assert [verdict.result for verdict in stored.analyze_step_result.results] == ["yes", "no"]
+    assert (stored.tamper_kinds, stored.reason) == (["override"], None)
+    hit, cached = await cache.get_or_run(key, lambda: asyncio.sleep(0, judged))
+    assert (cached, hit) == (True, judged)  # what this process holds is whole
 
 
 def test_a_persisted_cache_survives_a_restart(
@@ -192,10 +229,13 @@ def test_a_persisted_cache_survives_a_restart(
     again = second.client().chat.completions.with_raw_response.create(
         model="m", messages=[{"role": "user", "content": "b"}]
     )
-    assert fake_openai.judge_calls() == 3  # the restarted gateway judged nothing
+    # The restarted gateway judged no verdicts; the explanation, which a store without
+    # content capture does not keep, it asked for again.
+    judge_steps = [step for step in fake_openai.steps() if step != "chat"]
+    assert judge_steps == ["preprocess", "analyze", "reason", "reason"]
     record = second.wait_for_score(again.headers["x-bias-run-id"])
     assert record["result"]["cached"] is True
-    assert record["result"]["judgeCalls"] == 0
+    assert record["result"]["judgeCalls"] == 1  # its explanation's
 
 
 def test_the_persisted_cache_is_bounded_by_cache_size(
@@ -285,7 +325,11 @@ def test_a_deferred_explanation_is_cached_under_a_key_any_store_can_hold(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway, tmp_path: Path
 ) -> None:
     # PostgreSQL refuses a NUL in text, so a key with one was never stored there.
-    gateway = make_gateway(judge={"cache_persist": True, "reason": "deferred"}, **policy())
+    gateway = make_gateway(
+        store={"capture_content": True},  # explanations are stored only with it
+        judge={"cache_persist": True, "reason": "deferred"},
+        **policy(),
+    )
     answer = gateway.client().chat.completions.with_raw_response.create(
         model="m", messages=[{"role": "user", "content": "a"}]
     )

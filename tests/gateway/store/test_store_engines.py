@@ -199,6 +199,19 @@ async def test_the_cache_keeps_the_newest_entries(open_store_at: OpenStore) -> N
     assert await store.cached(2) == [CacheEntry("d", "result-d"), CacheEntry("b", "result-b2")]
 
 
+async def test_the_cache_keeps_as_many_as_asked_when_the_newest_is_replaced(
+    open_store_at: OpenStore,
+) -> None:
+    # A replaced entry leaves a gap in the insertion order, among the newest here; the
+    # limit is a count of entries, not of places in that order.
+    store = await open_store_at()
+    store.keep_cache(2)
+    for key, result in (("a", "a1"), ("b", "b1"), ("c", "c1"), ("c", "c2"), ("c", "c3")):
+        store.put_cache(CacheEntry(key, result))
+        await store.flush()
+    assert await store.cached(10) == [CacheEntry("b", "b1"), CacheEntry("c", "c3")]
+
+
 async def test_close_commits_and_then_refuses(location: StoreSettings) -> None:
     store = open_store(location)
     await store.open()

@@ -165,3 +165,27 @@ async def test_a_database_of_an_older_version_is_brought_up_to_date(
         await store.close()
     assert await applied(old) == list(range(1, latest_version() + 1))
     assert await schema(old) == await schema(new)
+
+
+async def test_the_score_cache_from_before_version_7_is_emptied(fresh: Fresh) -> None:
+    # Its entries may hold the judged texts, content capture or not.
+    old = fresh()
+    await build_old(old, 6)
+    text_entry = "INSERT INTO score_cache (key, result, stored_at) VALUES ('k', 'a text', 1)"
+    if old.url is None:
+        with sqlite3.connect(old.path) as conn:
+            conn.execute(text_entry)
+        conn.close()
+    else:
+        pg = await asyncpg.connect(old.url.get_secret_value())
+        try:
+            await pg.execute(text_entry)
+        finally:
+            await pg.close()
+    store = open_store(old)
+    await store.open(sweep_pending=False)
+    try:
+        assert await store.cached(10) == []
+        assert await store.get("old") is not None  # the records stay
+    finally:
+        await store.close()

@@ -1,0 +1,194 @@
+"""Content capture off keeps the answers out of everything a gateway persists, on both
+engines: every table (and, for SQLite, the file's and its WAL's bytes) is searched for a
+word only the answers held. With capture on the same search finds it, which shows the
+search can."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from tests.gateway.conftest import RunningGateway, policy
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.resources import ENGINES
+
+MakeGateway = Callable[..., RunningGateway]
+ANSWERS = 6
+
+
+@pytest.fixture(params=ENGINES)
+def store_for(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """The `store` settings of a fresh store on the engine under test."""
+    if request.param == "postgresql":
+        return {"url": request.getfixturevalue("pg_url")}
+    return {"path": str(tmp_path / "scores.db")}
+
+
+def _answer(fake: FakeOpenAI, marker: str, *, quoted: bool) -> None:
+    """Answers the judge reads: two opinions, one of them biased (so each answer is
+    flagged and explained); the marker in a sentence the judge does not take for an
+    opinion, or, `quoted`, in the biased one. Each answer distinct, so each is judged."""
+    fake.read_text = True
+    fake.opinion_words = ["Engineers"]
+    fake.biased_words = ["lazy"]
+    where = ("", f" {marker}") if quoted else (f" {marker}", "")
+    fake.reply = f"Bridges carry{where[0]} loads. Engineers build. Engineers{where[1]} are lazy."
+    fake.unique_replies = True
+
+
+def _score(gateway: RunningGateway, answers: int) -> list[dict[str, Any]]:
+    """Send `answers` chat completions and wait until each is scored and explained."""
+    client = gateway.client()
+    run_ids = []
+    for _ in range(answers):
+        raw = client.chat.completions.with_raw_response.create(
+            model="m", messages=[{"role": "user", "content": "Tell me about engineers."}]
+        )
+        run_ids.append(raw.headers["x-bias-run-id"])
+    records = [gateway.wait_for_score(run_id, reason=True) for run_id in run_ids]
+    for record in records:
+        assert (record["status"], record["verdict"]) == ("scored", "flag"), record
+        assert record["reason_status"] == "done", record
+    return records
+
+
+def _gateway(
+    make_gateway: MakeGateway, store: dict[str, Any], capture: bool, mode: str
+) -> RunningGateway:
+    return make_gateway(
+        store={**store, "capture_content": capture},
+        judge={"cache_persist": True},
+        **policy(mode=mode, flag_threshold=0.3, block_threshold=0.9),
+    )
+
+
+def _sqlite_places(path: Path, marker: str) -> set[str]:
+    """Where in the SQLite file at `path` the marker is: `table` for a row holding it,
+    `file` or `wal` for the bytes (freed pages and old frames included)."""
+    found = set()
+    conn = sqlite3.connect(path)
+    try:
+        tables = [
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        for table in tables:
+            for row in conn.execute(f'SELECT * FROM "{table}"'):
+                if any(marker in str(value) for value in row):
+                    found.add(table)
+    finally:
+        conn.close()
+    for suffix, place in (("", "file"), ("-wal", "wal")):
+        part = Path(f"{path}{suffix}")
+        if part.exists() and marker.encode() in part.read_bytes():
+            found.add(place)
+    return found
+
+
+def _postgres_places(url: str, marker: str) -> set[str]:
+    """The tables of the database at `url` with a row holding the marker, any column."""
+
+    async def search() -> set[str]:
+        conn = await asyncpg.connect(url)
+        try:
+            tables = await conn.fetch(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
+            )
+            found = set()
+            for (table,) in tables:
+                query = f'SELECT count(*) FROM "{table}" AS t WHERE t::text LIKE $1'
+                if await conn.fetchval(query, f"%{marker}%"):
+                    found.add(table)
+            return found
+        finally:
+            await conn.close()
+
+    return asyncio.run(search())
+
+
+def _cache_keys(store: dict[str, Any]) -> list[str]:
+    query = "SELECT key FROM score_cache"
+    if "url" in store:
+
+        async def fetch() -> list[str]:
+            conn = await asyncpg.connect(store["url"])
+            try:
+                return [row[0] for row in await conn.fetch(query)]
+            finally:
+                await conn.close()
+
+        return asyncio.run(fetch())
+    conn = sqlite3.connect(store["path"])
+    try:
+        return [row[0] for row in conn.execute(query)]
+    finally:
+        conn.close()
+
+
+def _places(store: dict[str, Any], marker: str) -> set[str]:
+    if "url" in store:
+        return _postgres_places(store["url"], marker)
+    return _sqlite_places(Path(store["path"]), marker)
+
+
+@pytest.mark.parametrize("mode", ["monitor", "enforce"])
+def test_with_capture_off_nothing_persisted_holds_the_answers(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI, store_for: dict[str, Any], mode: str
+) -> None:
+    marker = f"zq{secrets.token_hex(6)}"
+    _answer(fake_openai, marker, quoted=False)
+    gateway = _gateway(make_gateway, store_for, False, mode)
+    _score(gateway, ANSWERS)
+    assert len(gateway.state.scoring.judging.cache or ()) >= ANSWERS
+    # The store closes: all it was given is written, and SQLite's WAL checkpointed (while
+    # it runs, the WAL's older frames may still hold monitor work's text, which a
+    # pending record keeps durably until its score is final: docs/scale-out.md).
+    gateway.server.stop()
+    assert _places(store_for, marker) == set()
+
+
+def test_with_capture_on_the_search_finds_the_answers(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI, store_for: dict[str, Any]
+) -> None:
+    marker = f"zq{secrets.token_hex(6)}"
+    _answer(fake_openai, marker, quoted=True)
+    gateway = _gateway(make_gateway, store_for, True, "monitor")
+    _score(gateway, ANSWERS)
+    gateway.server.stop()
+    assert {"scores", "score_cache"} <= _places(store_for, marker)
+
+
+def test_with_capture_off_the_stored_cache_keeps_verdicts_and_no_quotes(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI, store_for: dict[str, Any]
+) -> None:
+    """The judge quotes the marker in an opinion: the stored cache holds neither it nor a
+    key made of it, and a gateway that starts on the same store decides the same
+    answer from that entry as the first did, without asking the judge for verdicts."""
+    marker = f"zq{secrets.token_hex(6)}"
+    _answer(fake_openai, marker, quoted=True)
+    fake_openai.unique_replies = False
+    first = _gateway(make_gateway, store_for, False, "enforce")
+    [judged] = _score(first, 1)
+    first.server.stop()
+    assert "score_cache" not in _places(store_for, marker)
+    keys = _cache_keys(store_for)
+    # The verdicts' entry only, under a content hash (an explanation's is not stored).
+    assert keys
+    assert all(re.fullmatch("[0-9a-f]{64}", key) for key in keys), keys
+
+    verdict_calls = fake_openai.steps().count("preprocess")
+    second = _gateway(make_gateway, store_for, False, "enforce")
+    [replayed] = _score(second, 1)
+    assert fake_openai.steps().count("preprocess") == verdict_calls
+    assert replayed["result"]["cached"] is True
+    same = ("score", "verdict", "categories", "biased_opinions", "tamper")
+    assert {name: replayed[name] for name in same} == {name: judged[name] for name in same}
+    assert replayed["reason"] == judged["reason"]  # asked for again: it is not stored
