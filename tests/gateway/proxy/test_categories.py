@@ -170,5 +170,6 @@ def test_bad_category_settings_are_config_errors() -> None:
         )
     with pytest.raises(ValidationError, match="id"):
         Settings.model_validate({"judge": {"categories": [{"id": "Age!", "description": "x"}]}})
-    with pytest.raises(ValidationError, match="reason_language"):
+    # Given under its old key, the error names the setting where it now lives.
+    with pytest.raises(ValidationError, match=r"judge\.explanations\.language"):
         Settings.model_validate({"judge": {"reason_language": "korean please"}})
