@@ -1,10 +1,10 @@
-"""`bias-guard`: score one text, run a JSONL dataset, or calibrate on labelled texts.
+"""`bias-guard`: score one text, run a JSONL dataset, calibrate on labelled texts, or probe a model.
 
 `main` parses the arguments (`guard.cli.options`) and runs a command:
 `score` (`guard.cli.score`), `eval` (`guard.cli.evaluate`, which reads its
 input with `guard.cli.dataset` and shows its progress and tables with
 `guard.cli.display`) or `calibrate` (`guard.cli.calibrate`, on
-`guard.calibration`).
+`guard.calibration`), or `probe` (`guard.cli.probe`, on `guard.probe`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from guard.cli import calibrate, evaluate, score
+from guard.cli import calibrate, evaluate, probe, score
 from guard.cli.options import NO_KEY, CLIError, api_key, parser
 from guard.errors import GuardError, JudgeError, JudgeTimeout, JudgeUnavailable
 
@@ -26,6 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return score.run(args)
         if args.command == "calibrate":
             return calibrate.run(args)
+        if args.command == "probe":
+            return probe.run(args)
         return evaluate.run(args)
     except CLIError as exc:
         print(f"bias-guard: error: {exc}", file=sys.stderr)
