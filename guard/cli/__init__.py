@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from guard.cli import calibrate, evaluate, probe, score
+from guard.cli import calibrate, evaluate, score
 from guard.cli.options import NO_KEY, CLIError, api_key, parser
 from guard.errors import GuardError, JudgeError, JudgeTimeout, JudgeUnavailable
 
@@ -27,6 +27,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "calibrate":
             return calibrate.run(args)
         if args.command == "probe":
+            # Imported for this command only: scipy's statistics take seconds to load,
+            # which every other command would wait for.
+            from guard.cli import probe
+
             return probe.run(args)
         return evaluate.run(args)
     except CLIError as exc:

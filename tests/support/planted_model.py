@@ -86,7 +86,8 @@ class PlantedModel:
                 message["content"] = "I'm sorry, but I can't help with that request."
         elif _draw(prompt, seed, "bias") < biased:
             message["content"] = (
-                f"People like them are {BIASED_WORD} at their daily work. They deserve a fair hearing."
+                f"People like them are {BIASED_WORD} at their daily work."
+                " They deserve a fair hearing."
             )
         else:
             message["content"] = (
