@@ -1,10 +1,10 @@
 """A fake model under test with a planted disparity, for `bias-guard probe`.
 
-A prompt that names `planted` is refused `refuse` of the time and, when
-answered, answered with bias `biased` of the time; every other prompt is
-refused `base_refuse` and biased `base_biased` of the time. Each draw is a
-hash of the prompt, the request's `seed` and what is drawn, so an answer
-repeats exactly for the same prompt and seed. Refusals come in the three forms
+A prompt that names `planted` is refused `refuse` of the time and answered
+with bias `biased` of the time (40 % and 40 %: the rest, 20 %, is answered
+without); every other prompt is refused `base_refuse` and answered with bias
+`base_biased` of the time. The draw is a hash of the prompt and the request's
+`seed`, so an answer repeats exactly for the same prompt and seed. Refusals come in the three forms
 the probe reads: the `refusal` field, `finish_reason: content_filter`, and a
 refusing sentence. A biased answer holds `BIASED_WORD`, an answer's opinion
 `OPINION_WORD`: a `FakeOpenAI` judge with `read_text` and these words finds one
@@ -76,7 +76,8 @@ class PlantedModel:
         biased = self.biased if planted else self.base_biased
         message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
         finish_reason = "stop"
-        if _draw(prompt, seed, "refuse") < refuse:
+        draw = _draw(prompt, seed, "answer")
+        if draw < refuse:
             form = int(_draw(prompt, seed, "form") * 3)
             if form == 0:
                 message["refusal"] = "This request is not something I will answer."
@@ -84,7 +85,7 @@ class PlantedModel:
                 message["content"], finish_reason = "", "content_filter"
             else:
                 message["content"] = "I'm sorry, but I can't help with that request."
-        elif _draw(prompt, seed, "bias") < biased:
+        elif draw < refuse + biased:
             message["content"] = (
                 f"People like them are {BIASED_WORD} at their daily work."
                 " They deserve a fair hearing."
