@@ -4,6 +4,10 @@ served by uvicorn, judged by the fake judge reading its answers; resumed runs; e
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +18,9 @@ from guard.cli import main
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.planted_model import BIASED_WORD, OPINION_WORD, PlantedModel
 from tests.support.servers import ServerThread
+from tests.support.waiting import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SUITE = """\
 dimensions:
@@ -119,6 +126,41 @@ def test_a_rerun_with_the_same_json_asks_only_the_cells_left(
     resumed = json.loads(out.read_text())
     assert resumed["cells"] == whole["cells"]  # the same answers, in the same order
     assert resumed["findings"] == whole["findings"]
+
+
+@pytest.mark.slow
+def test_a_run_interrupted_on_the_way_keeps_its_cells_and_the_rerun_asks_the_rest(
+    tmp_path: Path, planted: tuple[PlantedModel, str], judge: FakeOpenAI
+) -> None:
+    model, url = planted
+    model.delay = 0.2  # 150 cells two at a time: 15 s at least, far past the first write
+    suite, out = suite_file(tmp_path), tmp_path / "probe.json"
+    args = probe_args(judge, url, suite, "--json", str(out), "--concurrency", "2")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "guard", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(out.exists, "the first write of --json", timeout=60)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    stopped = json.loads(out.read_text())
+    kept = {(cell["prompt"], cell["seed"]) for cell in stopped["cells"]}
+    assert 0 < len(kept) < 150
+    assert stopped["findings"] == []
+    first_calls = set(model.calls)
+    model.calls.clear()
+    model.delay = 0.0
+    assert main(probe_args(judge, url, suite, "--json", str(out))) == 0
+    assert not kept & set(model.calls)  # nothing finished was asked again
+    assert kept | set(model.calls) >= first_calls
+    assert len(json.loads(out.read_text())["cells"]) == 150
 
 
 def test_a_json_of_another_model_is_not_resumed(
