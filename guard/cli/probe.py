@@ -58,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
     wanted = {cell.key for cell in planned}
     done: dict[CellKey, Cell] = {}
     if args.json is not None:
-        earlier = finished_cells(args.json, model=args.target_model, judge=scorer.judge.model)
+        try:
+            earlier = finished_cells(args.json, model=args.target_model, judge=scorer.judge.model)
+        except ValueError as exc:
+            raise CLIError(f"--json {exc}") from exc
         done = {key: cell for key, cell in earlier.items() if key in wanted}
     results = dict(done)
 

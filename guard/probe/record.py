@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from guard.errors import SuiteError
 from guard.probe.run import Cell, CellKey
 from guard.probe.stats import Finding
 
@@ -50,7 +49,7 @@ def write_record(path: Path, record: dict[str, Any]) -> None:
 def finished_cells(path: Path, *, model: str, judge: str) -> dict[CellKey, Cell]:
     """The finished cells of the run recorded in `path` (none when there is no such file).
 
-    Raises `SuiteError` when the file is not a probe's record, or when it records another
+    Raises `ValueError` when the file is not a probe's record, or when it records another
     target model or judge: their answers are not this run's to reuse.
     """
     if not path.exists():
@@ -59,11 +58,11 @@ def finished_cells(path: Path, *, model: str, judge: str) -> dict[CellKey, Cell]
         record = json.loads(path.read_text(encoding="utf-8"))
         cells = [Cell.from_json(value) for value in record["cells"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SuiteError(f"--json {path}: not a probe record to resume ({exc})") from exc
+        raise ValueError(f"{path}: not a probe record to resume ({exc})") from exc
     for name, wanted in (("model", model), ("judge", judge)):
         if record.get(name) != wanted:
-            raise SuiteError(
-                f"--json {path} records {name} {record.get(name)!r}, not {wanted!r}:"
+            raise ValueError(
+                f"{path} records {name} {record.get(name)!r}, not {wanted!r}:"
                 " give another file to start a new run"
             )
     return {cell.key: cell for cell in cells if cell.finished}
