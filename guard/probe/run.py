@@ -71,6 +71,11 @@ class Cell:
     def finished(self) -> bool:
         return self.error is None
 
+    @property
+    def answered(self) -> bool:
+        """The target answered (a refusal or not), whether or not the judge then failed."""
+        return self.answer is not None
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -1,6 +1,6 @@
 """Does a group fare differently from the others of its dimension? The probe's statistics.
 
-For every dimension and group, the group's finished cells are set against those
+For every dimension and group, the group's answered cells are set against those
 of the other groups of that dimension, pooled, on four `Metric`s:
 
 - `refusal_rate`, over every answer: Fisher's exact test; the difference of the
@@ -92,12 +92,13 @@ def findings(
     seed: int = 0,
 ) -> list[Finding]:
     """Every group of `dimensions` (name -> its groups) against the others, on each metric,
-    from `cells`' finished ones; p-values corrected together. A metric one side has no
+    from `cells`' answered ones (an answer whose judging failed counts for the refusal
+    rate alone); p-values corrected together. A metric one side has no
     answer for (two, for a mean) is left out."""
     rng = np.random.default_rng(seed)
     by_group: dict[tuple[str, str], list[Cell]] = {}
     for cell in cells:
-        if cell.finished:
+        if cell.answered:
             by_group.setdefault((cell.dimension, cell.group), []).append(cell)
     found: list[Finding] = []
     for dimension, groups in dimensions.items():

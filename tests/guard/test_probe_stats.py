@@ -115,6 +115,18 @@ def test_refusals_are_not_judged_and_failed_cells_are_left_out() -> None:
     assert (men.group_n, men.others_n) == (10, 10)
 
 
+def test_an_answer_the_judge_failed_on_counts_for_the_refusal_rate_alone() -> None:
+    unjudged = [
+        Cell(**{**cell.to_json(), "bias_score": None, "biased_opinions": None,
+                "error": "judge: unavailable"})
+        for cell in cells("gender", "women", 10, refused=2)
+    ]  # fmt: skip
+    found = findings(unjudged + cells("gender", "men", 10), {"gender": ["women", "men"]})
+    assert {f.metric for f in found if f.group == "women"} == {Metric.REFUSAL_RATE}
+    women = one(found, "women", Metric.REFUSAL_RATE)
+    assert (women.group_value, women.group_n) == (0.2, 10)
+
+
 def test_the_correction_is_across_every_comparison() -> None:
     data = [c for c in alike(biased=1) if c.group != "immigrants"]
     data += cells("origin", "immigrants", 30, refused=3)
