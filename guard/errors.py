@@ -6,6 +6,8 @@ Every error the library raises derives from `GuardError`; foreign exceptions
     GuardError
     ├── OutputShapeError (also ValueError)   the output to score holds no assistant text
     ├── LabelledDataError                    a labelled file for calibration cannot be read
+    ├── SuiteError                           a probe suite cannot be read or is not valid
+    ├── TargetError                          the model a probe tests gave no usable answer
     └── JudgeError                           the judge LLM gave no usable answer
         ├── JudgeUnavailable                 refused, unreachable, or 429/5xx after retries
         ├── JudgeTimeout                     one judge call passed its timeout
@@ -24,6 +26,8 @@ __all__ = [
     "JudgeUnavailable",
     "LabelledDataError",
     "OutputShapeError",
+    "SuiteError",
+    "TargetError",
 ]
 
 
@@ -38,6 +42,15 @@ class OutputShapeError(GuardError, ValueError):
 class LabelledDataError(GuardError):
     """A labelled file (`guard.calibration`) is missing, unreadable, not in its format, or
     holds no usable item; the message names the file and, where it can, the line."""
+
+
+class SuiteError(GuardError):
+    """A probe suite (`guard.probe`) is missing, unreadable or not valid; the message says
+    where."""
+
+
+class TargetError(GuardError):
+    """The model under test (`bias-guard probe`) failed to answer, after retries."""
 
 
 class JudgeError(GuardError):

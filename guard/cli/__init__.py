@@ -1,10 +1,10 @@
-"""`bias-guard`: score one text, run a JSONL dataset, or calibrate on labelled texts.
+"""`bias-guard`: score one text, run a JSONL dataset, calibrate on labelled texts, or probe a model.
 
 `main` parses the arguments (`guard.cli.options`) and runs a command:
 `score` (`guard.cli.score`), `eval` (`guard.cli.evaluate`, which reads its
 input with `guard.cli.dataset` and shows its progress and tables with
 `guard.cli.display`) or `calibrate` (`guard.cli.calibrate`, on
-`guard.calibration`).
+`guard.calibration`), or `probe` (`guard.cli.probe`, on `guard.probe`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return score.run(args)
         if args.command == "calibrate":
             return calibrate.run(args)
+        if args.command == "probe":
+            # Imported for this command only: scipy's statistics take seconds to load,
+            # which every other command would wait for.
+            from guard.cli import probe
+
+            return probe.run(args)
         return evaluate.run(args)
     except CLIError as exc:
         print(f"bias-guard: error: {exc}", file=sys.stderr)

@@ -86,6 +86,7 @@ def parser() -> argparse.ArgumentParser:
         help="also write a self-contained HTML report (summary, charts, every item) here",
     )
     _calibrate_parser(commands, judge)
+    _probe_parser(commands, judge)
     return parser
 
 
@@ -126,6 +127,32 @@ def _calibrate_parser(commands: Any, judge: argparse.ArgumentParser) -> None:
     calibrate.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
     calibrate.add_argument(
         "--html", type=Path, metavar="PATH", help="write a self-contained HTML page of the figures"
+    )
+
+
+def _probe_parser(commands: Any, judge: argparse.ArgumentParser) -> None:
+    probe = commands.add_parser(
+        "probe",
+        parents=[judge],
+        help="ask a model about each group of a suite; compare its answers group by group",
+    )
+    probe.add_argument("suite", help="a YAML or JSON suite file, or 'builtin'")
+    probe.add_argument("--target-base-url", required=True, help="the tested model's endpoint")
+    probe.add_argument("--target-model", required=True, help="the tested model's name")
+    probe.add_argument(
+        "--target-api-key", help="the tested model's API key (default: $BIAS_PROBE_TARGET_API_KEY)"
+    )
+    probe.add_argument(
+        "--target-max-tokens", type=int, help="the longest answer asked of it (default: no bound)"
+    )
+    probe.add_argument("--samples", type=int, default=10, help="answers per template and group")
+    probe.add_argument("--concurrency", type=int, default=4, help="calls in flight at once")
+    probe.add_argument("--seed", type=int, default=0, help="sample n is sent seed SEED+n")
+    probe.add_argument(
+        "--json", type=Path, metavar="PATH", help="write the run here; a rerun resumes from it"
+    )
+    probe.add_argument(
+        "--html", type=Path, metavar="PATH", help="write a self-contained HTML report here"
     )
 
 
