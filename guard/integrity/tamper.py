@@ -29,7 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from guard.integrity.phrases import CJK_RULES, SPACED_RULES, Rule
+from guard.integrity._leads import KEY_CHARS, Leads
+from guard.integrity.phrases import CJK_RULES, SPACED_RULES
 from guard.integrity.tamper_fold import fold
 
 __all__ = ["KINDS", "Tamper", "TamperKind", "detect", "excerpt"]
@@ -86,25 +87,24 @@ _PUNCTUATION += "\u00ab\u00bb\u00bf\u00a1\u2018\u2019\u201c\u201d\u201e\u2026\u2
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
 
-_Gated = tuple[tuple[frozenset[str], ...], re.Pattern[str]]
+_Groups = tuple[frozenset[str], ...]
 
 
 def _key(stem: str) -> str:
-    return stem.translate(_ASCII_SPACES).split()[0][:4]
+    return stem.translate(_ASCII_SPACES).split()[0][:KEY_CHARS]
 
 
-def _compiled(rules: tuple[Rule, ...], key: Callable[[str], str]) -> tuple[_Gated, ...]:
-    return tuple(
-        (
-            tuple(frozenset(key(stem) for stem in group) for group in groups),
-            re.compile(pattern, re.MULTILINE),
-        )
-        for groups, pattern in rules
-    )
+def _groups(groups: tuple[tuple[str, ...], ...], key: Callable[[str], str]) -> _Groups:
+    return tuple(frozenset(key(stem) for stem in group) for group in groups)
 
 
-_SPACED = _compiled(SPACED_RULES, _key)
-_SPACELESS = _compiled(CJK_RULES, lambda stem: stem)
+# A spaced rule's pattern is searched by the words it starts with (`_leads`), a
+# space-less one whole.
+_SPACED = tuple((_groups(groups, _key), Leads(pattern)) for groups, pattern in SPACED_RULES)
+_SPACELESS = tuple(
+    (_groups(groups, lambda stem: stem), re.compile(pattern, re.MULTILINE))
+    for groups, pattern in CJK_RULES
+)
 _SPACELESS_STEMS = sorted(
     {stem for groups, _ in _SPACELESS for group in groups for stem in group}, key=len, reverse=True
 )
@@ -115,30 +115,30 @@ _WITHIN_STEM = {
 }
 
 
-def _search(rules: tuple[_Gated, ...], present: set[str], lowered: str) -> re.Match[str] | None:
-    for groups, pattern in rules:
-        if all(not present.isdisjoint(group) for group in groups):
-            match = pattern.search(lowered)
-            if match:
-                return match
-    return None
+def _gated(groups: _Groups, present: set[str]) -> bool:
+    return all(not present.isdisjoint(group) for group in groups)
 
 
 def _instruction(lowered: str) -> re.Match[str] | None:
     if lowered.isascii():
-        starts = {word[:4] for word in lowered.translate(_ASCII_SPACES).split()}
+        starts = {word[:KEY_CHARS] for word in lowered.translate(_ASCII_SPACES).split()}
     else:
         spaced = (
             lowered.replace("-", " ").replace("/", " ").replace("'", " ").replace("\u2019", " ")
         )
-        starts = {word.strip(_PUNCTUATION)[:4] for word in spaced.split()}
-    match = _search(_SPACED, starts, lowered)
-    if match is None and _CJK.search(lowered):
-        present = {
-            inner for stem in set(_SPACELESS_STEM.findall(lowered)) for inner in _WITHIN_STEM[stem]
-        }
-        match = _search(_SPACELESS, present, lowered)
-    return match
+        starts = {word.strip(_PUNCTUATION)[:KEY_CHARS] for word in spaced.split()}
+    for groups, leads in _SPACED:
+        if _gated(groups, starts) and (match := leads.search(starts, lowered)):
+            return match
+    if not _CJK.search(lowered):
+        return None
+    present = {
+        inner for stem in set(_SPACELESS_STEM.findall(lowered)) for inner in _WITHIN_STEM[stem]
+    }
+    for groups, pattern in _SPACELESS:
+        if _gated(groups, present) and (match := pattern.search(lowered)):
+            return match
+    return None
 
 
 # -- forged markers and verdicts ----------------------------------------------------------
