@@ -160,13 +160,73 @@ def _has_two_scripts(text: str) -> bool:
 @cache
 def _letters_outside(group: str) -> re.Pattern[str]:
     """A pattern for a letter outside ASCII that is not of `group`'s scripts."""
-    scripts = _EAST_ASIAN if group == "EAST_ASIAN" else {group}
-    ranges = "".join(
+    return re.compile(f"[^\\x00-\\x7f\\W\\d_{_ranges(frozenset({group}))}]")
+
+
+@cache
+def _ranges(groups: frozenset[str]) -> str:
+    """The BMP code points of the groups' scripts, as the inside of a pattern's class."""
+    scripts = {script for _, _, script in script_ranges() if _group(script) in groups}
+    return "".join(
         f"{re.escape(chr(first))}-{re.escape(chr(last))}"
         for first, last, script in script_ranges()
         if script in scripts and last <= 0xFFFF  # a class of BMP ranges is a quick one
     )
-    return re.compile(f"[^\\x00-\\x7f\\W\\d_{ranges}]")
+
+
+@cache
+def _letter_outside_all(groups: frozenset[str]) -> re.Pattern[str]:
+    return re.compile(f"[^\\W\\d_{_ranges(groups)}]")
+
+
+@cache
+def _seam(group: str) -> re.Pattern[str]:
+    """A letter of `group` and the next letter of its word, which is not of `group`."""
+    own, marks = _ranges(frozenset({group})), mark_ranges()
+    return re.compile(f"[{own}][{marks}]*[^\\W\\d_{own}{marks}]")
+
+
+_IN_WORD = re.compile(f"[^\\W\\d_]|[{mark_ranges()}]")
+_MAX_GROUPS = 12
+
+
+def _groups_in(text: str) -> frozenset[str] | None:
+    """The script groups of `text`'s letters, or None where the BMP ranges cannot tell (a
+    letter outside the BMP is found again and again)."""
+    found: set[str] = set()
+    while (letter := _letter_outside_all(frozenset(found)).search(text)) is not None:
+        group = _group(script_of(letter.group()))
+        if group in found or len(found) > _MAX_GROUPS:
+            return None
+        found.add(group)
+    return frozenset(found)
+
+
+def _fold_mixed(text: str) -> str:
+    """`text` with its mixed-script words folded, found at the seams between scripts
+    rather than word by word. Letters outside the BMP take the word-by-word road."""
+    groups = _groups_in(text)
+    if groups is None:
+        return _WORD.sub(_fold_word, text)
+    # A mixed word has a letter of a script (other than the neutral ones) next to a letter
+    # of another: those seams are enough to find it.
+    seams = sorted(
+        seam.start() for group in groups - NEUTRAL for seam in _seam(group).finditer(text)
+    )
+    pieces: list[str] = []
+    done = 0
+    for seam in seams:
+        if seam < done:
+            continue
+        start = seam
+        while start > done and _IN_WORD.match(text, start - 1):
+            start -= 1
+        word = _WORD.search(text, start)
+        if word is None:  # pragma: no cover - a seam starts with a letter
+            break
+        pieces += (text[done : word.start()], _fold_word(word))
+        done = word.end()
+    return "".join([*pieces, text[done:]])
 
 
 def fold(text: str) -> str:
@@ -178,7 +238,7 @@ def fold(text: str) -> str:
     if text.isascii() or _OTHER_LETTER.search(text) is None:
         return text  # no letter outside ASCII: typographic quotes and dashes at most
     if _has_two_scripts(text):
-        folded = _WORD.sub(_fold_word, text)
+        folded = _fold_mixed(text)
     else:
         pieces: list[str] = []
         last = 0
