@@ -22,7 +22,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
-from functools import cache
+from functools import cache, lru_cache
 
 from confusable_homoglyphs import confusables
 
@@ -230,13 +230,21 @@ def _fold_mixed(text: str) -> str:
 
 
 def fold(text: str) -> str:
-    """`text` with the look-alike letters of mixed-script words folded.
+    """`text` with the look-alike letters of mixed-script words folded (`text` itself
+    when none is).
 
     >>> fold("W\\u043emen are strong")
     'Women are strong'
     """
     if text.isascii() or _OTHER_LETTER.search(text) is None:
         return text  # no letter outside ASCII: typographic quotes and dashes at most
+    folded = _folded(text)
+    return text if folded == text else folded
+
+
+# The judged view and the detector fold the same text one after the other.
+@lru_cache(maxsize=8)
+def _folded(text: str) -> str:
     if _has_two_scripts(text):
         folded = _fold_mixed(text)
     else:
