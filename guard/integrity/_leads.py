@@ -145,9 +145,7 @@ class Leads:
         self.keys = frozenset(key for key in by_key if key is not None)
 
     def _pattern(self, key: str | None) -> re.Pattern[str]:
-        pattern = self._compiled.get(key)
-        if pattern is None:
-            pattern = self._compiled[key] = re.compile(self._sources[key], self._flags)
+        pattern = self._compiled[key] = re.compile(self._sources[key], self._flags)
         return pattern
 
     def search(self, present: set[str] | frozenset[str], text: str) -> re.Match[str] | None:
@@ -155,5 +153,10 @@ class Leads:
         keys: list[str | None] = [*(self.keys & present)]
         if None in self._sources:
             keys.append(None)
-        found = [match for key in keys if (match := self._pattern(key).search(text))]
-        return min(found, key=lambda match: match.start()) if found else None
+        best = None
+        for key in keys:
+            pattern = self._compiled.get(key) or self._pattern(key)
+            match = pattern.search(text)
+            if match is not None and (best is None or match.start() < best.start()):
+                best = match
+        return best

@@ -115,10 +115,6 @@ _WITHIN_STEM = {
 }
 
 
-def _gated(groups: _Groups, present: set[str]) -> bool:
-    return all(not present.isdisjoint(group) for group in groups)
-
-
 def _instruction(lowered: str) -> re.Match[str] | None:
     if lowered.isascii():
         starts = {word[:KEY_CHARS] for word in lowered.translate(_ASCII_SPACES).split()}
@@ -128,7 +124,10 @@ def _instruction(lowered: str) -> re.Match[str] | None:
         )
         starts = {word.strip(_PUNCTUATION)[:KEY_CHARS] for word in spaced.split()}
     for groups, leads in _SPACED:
-        if _gated(groups, starts) and (match := leads.search(starts, lowered)):
+        # Every group has a stem in the text (inline: this loop runs for every answer).
+        if all(not starts.isdisjoint(group) for group in groups) and (
+            match := leads.search(starts, lowered)
+        ):
             return match
     if not _CJK.search(lowered):
         return None
@@ -136,7 +135,9 @@ def _instruction(lowered: str) -> re.Match[str] | None:
         inner for stem in set(_SPACELESS_STEM.findall(lowered)) for inner in _WITHIN_STEM[stem]
     }
     for groups, pattern in _SPACELESS:
-        if _gated(groups, present) and (match := pattern.search(lowered)):
+        if all(not present.isdisjoint(group) for group in groups) and (
+            match := pattern.search(lowered)
+        ):
             return match
     return None
 
