@@ -228,8 +228,12 @@ def _first(patterns: tuple[re.Pattern[str], ...], text: str) -> re.Match[str] | 
 _FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,8}\U000e007f")
 _TAG = re.compile("[\U000e0001\U000e0020-\U000e007f]")
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
-# Two or more invisible characters in a row: one hides nothing, a run encodes bits.
-_ZERO_WIDTH_RUN = re.compile(f"[{_ZERO_WIDTH}]{{2,}}|[\ufe00-\ufe0f\U000e0100-\U000e01ef]{{2,}}")
+# Two or more invisible characters in a row: one hides nothing, a run encodes bits. (Each
+# pattern opens with a class, which the regex engine skips ahead to.)
+_ZERO_WIDTH_RUN = re.compile(f"[{_ZERO_WIDTH}][{_ZERO_WIDTH}]+")
+_SELECTOR_RUN = re.compile(
+    "[\ufe00-\ufe0f\U000e0100-\U000e01ef][\ufe00-\ufe0f\U000e0100-\U000e01ef]+"
+)
 # A zero-width character between two letters of the scripts that never need one.
 _LETTERS = "A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
 _ZERO_WIDTH_IN_WORD = re.compile(f"[{_ZERO_WIDTH}](?<=[{_LETTERS}].)(?=[{_LETTERS}])")
@@ -242,7 +246,7 @@ def _hidden(text: str) -> re.Match[str] | None:
     if not _ANY_HIDDEN.search(text):
         return None
     without_flags = _FLAG.sub(lambda match: "\u2063" * len(match.group()), text)
-    return _first((_TAG, _ZERO_WIDTH_RUN, _ZERO_WIDTH_IN_WORD), without_flags)
+    return _first((_TAG, _ZERO_WIDTH_RUN, _SELECTOR_RUN, _ZERO_WIDTH_IN_WORD), without_flags)
 
 
 # -- bidirectional controls ------------------------------------------------------------
