@@ -7,8 +7,8 @@ from guard.integrity.phrases.shape import Rule, drop_rule, gap, vocative_rule, w
 __all__ = ["GERMAN_RUSSIAN"]
 
 # Words nearly every German sentence has: a gate for the rules whose other words are rarer.
-_DE_COMMON = ("der", "die", "das", "und", "nicht", "ist", "ein", "eine", "sie", "den", "dem")
-_DE_COMMON += ("keine",)
+_DE_COMMON: tuple[str, ...] = ("der", "die", "das", "und", "nicht", "ist", "ein", "eine", "sie")
+_DE_COMMON += ("den", "dem", "keine")
 
 _DE = (
     (
