@@ -61,8 +61,8 @@ def nfkc(text: str) -> str:
     """`text` in NFKC, line by line: a line break neither composes nor reorders with what
     is around it, and most lines of a text that needs NFKC are in it already.
 
-    >>> nfkc("\uff37omen\nare")
-    'Women\nare'
+    >>> nfkc("\\uff37omen\\nare")
+    'Women\\nare'
     """
     if unicodedata.is_normalized("NFKC", text):
         return text
