@@ -58,6 +58,15 @@ EMOJI = (
     "Great team day 🎉🎉 👩\u200d💻👨\u200d🔬 shipped it! ❤️\u200d🔥 "
     "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f fans 👍🏽 ok 1️⃣ 🚀✨ "
 )
+# Right-to-left lines with the isolates that lay out numbers and Latin words, among other
+# scripts and emoji: the most work for the look-alike fold and the bidi step.
+SCRIPTS = (
+    "السعر هو \u2066120 USD\u2069 شاملا الضريبة.\n"
+    "הקוד שלך הוא \u200fABC-123\u200f ותקף לשבוע.\n"
+    "हम कल दिल्ली जा रहे हैं।\n"
+    "这篇论文的审稿人建议补充实验数据。AI模型很好。\n"
+    "Руководство зависит от опыта. 👩\u200d💻 γυναίκες 🚀\n"
+)
 RUSSIAN = (
     "Руководство зависит от навыков, таких как общение и планирование, которые люди развивают. "
 )
@@ -77,6 +86,7 @@ TEXTS = {
     "ordinary English": _answer(PLAIN),
     "dense judge words": _answer(DENSE),
     "multilingual": _answer(MULTILINGUAL),
+    "scripts, RTL, emoji": _answer(SCRIPTS),
     "code": _answer(CODE),
     "emoji": _answer(EMOJI + PLAIN),
     "English, typographic": _answer(PLAIN.replace("; ", " — ").replace("(", "“").replace(")", "”")),
