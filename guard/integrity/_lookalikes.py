@@ -68,6 +68,19 @@ def _classes() -> dict[str, frozenset[str]]:
     return {char: frozenset(members[root(char)]) for char in parent}
 
 
+@cache
+def _alike_groups() -> dict[str, frozenset[str]]:
+    """Each script group -> the other groups that have a look-alike of one of its letters."""
+    alike: dict[str, set[str]] = {}
+    for char, members in _classes().items():
+        if char.isalpha():
+            group = _group(script_of(char))
+            for other in members:
+                if other.isalpha() and _group(script_of(other)) != group:
+                    alike.setdefault(group, set()).add(_group(script_of(other)))
+    return {group: frozenset(others) for group, others in alike.items()}
+
+
 def _fits(candidate: str, script: str) -> bool:
     return (
         candidate.isalpha()
@@ -208,10 +221,16 @@ def _fold_mixed(text: str) -> str:
     groups = _groups_in(text)
     if groups is None:
         return _WORD.sub(_fold_word, text)
-    # A mixed word has a letter of a script (other than the neutral ones) next to a letter
-    # of another: those seams are enough to find it.
+    # A word the fold changes has letters of two groups that have look-alikes in each
+    # other; the last letter of one of them is next to a letter of another group. The seams
+    # after the letters of such groups are enough to find it.
+    present = groups - NEUTRAL
+    alike = _alike_groups()
     seams = sorted(
-        seam.start() for group in groups - NEUTRAL for seam in _seam(group).finditer(text)
+        seam.start()
+        for group in present
+        if alike.get(group, frozenset()) & present
+        for seam in _seam(group).finditer(text)
     )
     pieces: list[str] = []
     done = 0
