@@ -132,9 +132,27 @@ def _target(letters: Counter[str]) -> str | None:
     return None if best in _EAST_ASIAN else best
 
 
+@lru_cache(maxsize=8192)
+def _alike_scripts(char: str) -> frozenset[str]:
+    """The scripts (East Asian ones aside) in which `char` has a look-alike."""
+    base = unicodedata.normalize("NFD", char)[0]
+    members = _classes().get(char) or _classes().get(base) or frozenset()
+    own = script_of(char)
+    return frozenset(
+        script
+        for script in {script_of(member) for member in members}
+        if script not in (own, *_EAST_ASIAN) and _lookalike(char, script) is not None
+    )
+
+
 def _fold_word(match: re.Match[str]) -> str:
     word = match.group()
     if word.isascii():
+        return word
+    # Quick: no letter has a look-alike in a script of the word ("AI模型", a name glued to
+    # Chinese), so no letter could change.
+    scripts = {script_of(char) for char in word}
+    if all(_alike_scripts(char).isdisjoint(scripts) for char in word):
         return word
     script = _target(Counter(word))
     if script is None:
