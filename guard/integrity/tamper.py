@@ -24,6 +24,7 @@ order of `KINDS`.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,13 +117,15 @@ _WITHIN_STEM = {
 
 
 def _instruction(lowered: str) -> re.Match[str] | None:
+    # Each word once (words repeat), then its first letters.
     if lowered.isascii():
-        starts = {word[:KEY_CHARS] for word in lowered.translate(_ASCII_SPACES).split()}
+        words = set(lowered.translate(_ASCII_SPACES).split())
     else:
         spaced = (
             lowered.replace("-", " ").replace("/", " ").replace("'", " ").replace("\u2019", " ")
         )
-        starts = {word.strip(_PUNCTUATION)[:KEY_CHARS] for word in spaced.split()}
+        words = set(map(str.strip, spaced.split(), itertools.repeat(_PUNCTUATION)))
+    starts = {word[:KEY_CHARS] for word in words}
     for groups, leads in _SPACED:
         # Every group has a stem in the text (inline: this loop runs for every answer).
         if all(not starts.isdisjoint(group) for group in groups) and (
