@@ -275,11 +275,15 @@ def fold(text: str) -> str:
     """
     if text.isascii() or _OTHER_LETTER.search(text) is None:
         return text  # no letter outside ASCII: typographic quotes and dashes at most
-    folded = _folded(text)
+    folded = _folded(text) if len(text) <= _CACHED_CHARS else _folded.__wrapped__(text)
     return text if folded == text else folded
 
 
-# The judged view and the detector fold the same text one after the other.
+# The judged view and the detector fold the same text one after the other; a few answers'
+# worth of text is kept for that.
+_CACHED_CHARS = 64_000
+
+
 @lru_cache(maxsize=8)
 def _folded(text: str) -> str:
     if _has_two_scripts(text):

@@ -113,3 +113,9 @@ def test_paragraphs_without_an_override_only_lose_their_controls(text: str) -> N
     slow = "".join(_bidi._flat(_bidi._tree(piece)[0]) for piece in _bidi._PARAGRAPHS.split(text))
     assert _bidi.resolve(text) == slow
     assert not _bidi._CONTROL.search(_bidi.resolve(text))
+
+
+def test_a_text_past_the_cached_size_is_folded_too() -> None:
+    text = "W\u043emen \u0416\u0430 " * (_lookalikes._CACHED_CHARS // 8)
+    assert len(text) > _lookalikes._CACHED_CHARS
+    assert _lookalikes.fold(text) == "Women \u0416\u0430 " * (_lookalikes._CACHED_CHARS // 8)
