@@ -131,12 +131,17 @@ def resolve(text: str) -> str:
     """
     if _CONTROL.search(text) is None:
         return text
+    if _LRO not in text and _RLO not in text:
+        # Embeddings, isolates and marks keep their content in stored order.
+        return _CONTROL.sub("", text)
     pieces = _PARAGRAPHS.split(text)
     return "".join(_resolved(piece) if _CONTROL.search(piece) else piece for piece in pieces)
 
 
 def _resolved(paragraph: str) -> str:
     """One paragraph resolved; text outside its controls' reach is left as it is."""
+    if _LRO not in paragraph and _RLO not in paragraph:
+        return _CONTROL.sub("", paragraph)
     first = _CONTROL.search(paragraph)
     assert first is not None
     last = max(match.end() for match in _CONTROL.finditer(paragraph, first.start()))

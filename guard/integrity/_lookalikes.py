@@ -22,7 +22,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
-from functools import cache
+from functools import cache, lru_cache
 
 from confusable_homoglyphs import confusables
 
@@ -66,6 +66,19 @@ def _classes() -> dict[str, frozenset[str]]:
     for char in parent:
         members.setdefault(root(char), set()).add(char)
     return {char: frozenset(members[root(char)]) for char in parent}
+
+
+@cache
+def _alike_groups() -> dict[str, frozenset[str]]:
+    """Each script group -> the other groups that have a look-alike of one of its letters."""
+    alike: dict[str, set[str]] = {}
+    for char, members in _classes().items():
+        if char.isalpha():
+            group = _group(script_of(char))
+            for other in members:
+                if other.isalpha() and _group(script_of(other)) != group:
+                    alike.setdefault(group, set()).add(_group(script_of(other)))
+    return {group: frozenset(others) for group, others in alike.items()}
 
 
 def _fits(candidate: str, script: str) -> bool:
@@ -119,9 +132,27 @@ def _target(letters: Counter[str]) -> str | None:
     return None if best in _EAST_ASIAN else best
 
 
+@lru_cache(maxsize=8192)
+def _alike_scripts(char: str) -> frozenset[str]:
+    """The scripts (East Asian ones aside) in which `char` has a look-alike."""
+    base = unicodedata.normalize("NFD", char)[0]
+    members = _classes().get(char) or _classes().get(base) or frozenset()
+    own = script_of(char)
+    return frozenset(
+        script
+        for script in {script_of(member) for member in members}
+        if script not in (own, *_EAST_ASIAN) and _lookalike(char, script) is not None
+    )
+
+
 def _fold_word(match: re.Match[str]) -> str:
     word = match.group()
     if word.isascii():
+        return word
+    # Quick: no letter has a look-alike in a script of the word ("AI模型", a name glued to
+    # Chinese), so no letter could change.
+    scripts = {script_of(char) for char in word}
+    if all(_alike_scripts(char).isdisjoint(scripts) for char in word):
         return word
     script = _target(Counter(word))
     if script is None:
@@ -160,25 +191,103 @@ def _has_two_scripts(text: str) -> bool:
 @cache
 def _letters_outside(group: str) -> re.Pattern[str]:
     """A pattern for a letter outside ASCII that is not of `group`'s scripts."""
-    scripts = _EAST_ASIAN if group == "EAST_ASIAN" else {group}
-    ranges = "".join(
+    return re.compile(f"[^\\x00-\\x7f\\W\\d_{_ranges(frozenset({group}))}]")
+
+
+@cache
+def _ranges(groups: frozenset[str]) -> str:
+    """The BMP code points of the groups' scripts, as the inside of a pattern's class."""
+    scripts = {script for _, _, script in script_ranges() if _group(script) in groups}
+    return "".join(
         f"{re.escape(chr(first))}-{re.escape(chr(last))}"
         for first, last, script in script_ranges()
         if script in scripts and last <= 0xFFFF  # a class of BMP ranges is a quick one
     )
-    return re.compile(f"[^\\x00-\\x7f\\W\\d_{ranges}]")
+
+
+@cache
+def _letter_outside_all(groups: frozenset[str]) -> re.Pattern[str]:
+    return re.compile(f"[^\\W\\d_{_ranges(groups)}]")
+
+
+@cache
+def _seam(group: str) -> re.Pattern[str]:
+    """A letter of `group` and the next letter of its word, which is not of `group`."""
+    own, marks = _ranges(frozenset({group})), mark_ranges()
+    return re.compile(f"[{own}][{marks}]*[^\\W\\d_{own}{marks}]")
+
+
+_IN_WORD = re.compile(f"[^\\W\\d_]|[{mark_ranges()}]")
+_MAX_GROUPS = 12
+
+
+def _groups_in(text: str) -> frozenset[str] | None:
+    """The script groups of `text`'s letters, or None where the BMP ranges cannot tell (a
+    letter outside the BMP is found again and again)."""
+    found: set[str] = set()
+    while (letter := _letter_outside_all(frozenset(found)).search(text)) is not None:
+        group = _group(script_of(letter.group()))
+        if group in found or len(found) > _MAX_GROUPS:
+            return None
+        found.add(group)
+    return frozenset(found)
+
+
+def _fold_mixed(text: str) -> str:
+    """`text` with its mixed-script words folded, found at the seams between scripts
+    rather than word by word. Letters outside the BMP take the word-by-word road."""
+    groups = _groups_in(text)
+    if groups is None:
+        return _WORD.sub(_fold_word, text)
+    # A word the fold changes has letters of two groups that have look-alikes in each
+    # other; the last letter of one of them is next to a letter of another group. The seams
+    # after the letters of such groups are enough to find it.
+    present = groups - NEUTRAL
+    alike = _alike_groups()
+    seams = sorted(
+        seam.start()
+        for group in present
+        if alike.get(group, frozenset()) & present
+        for seam in _seam(group).finditer(text)
+    )
+    pieces: list[str] = []
+    done = 0
+    for seam in seams:
+        if seam < done:
+            continue
+        start = seam
+        while start > done and _IN_WORD.match(text, start - 1):
+            start -= 1
+        word = _WORD.search(text, start)
+        if word is None:  # pragma: no cover - a seam starts with a letter
+            break
+        pieces += (text[done : word.start()], _fold_word(word))
+        done = word.end()
+    return "".join([*pieces, text[done:]])
 
 
 def fold(text: str) -> str:
-    """`text` with the look-alike letters of mixed-script words folded.
+    """`text` with the look-alike letters of mixed-script words folded (`text` itself
+    when none is).
 
     >>> fold("W\\u043emen are strong")
     'Women are strong'
     """
     if text.isascii() or _OTHER_LETTER.search(text) is None:
         return text  # no letter outside ASCII: typographic quotes and dashes at most
+    folded = _folded(text) if len(text) <= _CACHED_CHARS else _folded.__wrapped__(text)
+    return text if folded == text else folded
+
+
+# The judged view and the detector fold the same text one after the other; a few answers'
+# worth of text is kept for that.
+_CACHED_CHARS = 64_000
+
+
+@lru_cache(maxsize=8)
+def _folded(text: str) -> str:
     if _has_two_scripts(text):
-        folded = _WORD.sub(_fold_word, text)
+        folded = _fold_mixed(text)
     else:
         pieces: list[str] = []
         last = 0

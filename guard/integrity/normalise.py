@@ -41,7 +41,7 @@ from guard.integrity._hidden import may_hide, reveal
 from guard.integrity._lookalikes import fold
 from guard.integrity._spelling import fold_digits, join_spaced
 
-__all__ = ["NORMALISATIONS", "JudgedView", "Normalisation", "judged_view"]
+__all__ = ["NORMALISATIONS", "JudgedView", "Normalisation", "judged_view", "nfkc"]
 
 Normalisation = Literal[
     "nfkc", "invisible", "bidi", "confusables", "digits", "spacing", "base64", "hex"
@@ -57,12 +57,23 @@ class JudgedView:
     applied: tuple[str, ...]
 
 
-def _nfkc(text: str) -> str:
-    return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
+def nfkc(text: str) -> str:
+    """`text` in NFKC, line by line: a line break neither composes nor reorders with what
+    is around it, and most lines of a text that needs NFKC are in it already.
+
+    >>> nfkc("\\uff37omen\\nare")
+    'Women\\nare'
+    """
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    return "\n".join(
+        line if unicodedata.is_normalized("NFKC", line) else unicodedata.normalize("NFKC", line)
+        for line in text.split("\n")
+    )
 
 
 _Step = tuple[Normalisation, Callable[[str], str]]
-_CHARACTER_STEPS: tuple[_Step, ...] = (("nfkc", _nfkc), ("bidi", resolve), ("invisible", reveal))
+_CHARACTER_STEPS: tuple[_Step, ...] = (("nfkc", nfkc), ("bidi", resolve), ("invisible", reveal))
 # A fold can make a new word for another ("W 0 m e n" -> "W0men" -> "Women"): the word
 # steps run again while they change something, a few rounds at most.
 _WORD_ROUNDS = 3

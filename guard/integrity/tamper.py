@@ -24,12 +24,14 @@ order of `KINDS`.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from guard.integrity.phrases import CJK_RULES, SPACED_RULES, Rule
+from guard.integrity._leads import KEY_CHARS, Leads
+from guard.integrity.phrases import CJK_RULES, SPACED_RULES
 from guard.integrity.tamper_fold import fold
 
 __all__ = ["KINDS", "Tamper", "TamperKind", "detect", "excerpt"]
@@ -86,25 +88,24 @@ _PUNCTUATION += "\u00ab\u00bb\u00bf\u00a1\u2018\u2019\u201c\u201d\u201e\u2026\u2
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
 
-_Gated = tuple[tuple[frozenset[str], ...], re.Pattern[str]]
+_Groups = tuple[frozenset[str], ...]
 
 
 def _key(stem: str) -> str:
-    return stem.translate(_ASCII_SPACES).split()[0][:4]
+    return stem.translate(_ASCII_SPACES).split()[0][:KEY_CHARS]
 
 
-def _compiled(rules: tuple[Rule, ...], key: Callable[[str], str]) -> tuple[_Gated, ...]:
-    return tuple(
-        (
-            tuple(frozenset(key(stem) for stem in group) for group in groups),
-            re.compile(pattern, re.MULTILINE),
-        )
-        for groups, pattern in rules
-    )
+def _groups(groups: tuple[tuple[str, ...], ...], key: Callable[[str], str]) -> _Groups:
+    return tuple(frozenset(key(stem) for stem in group) for group in groups)
 
 
-_SPACED = _compiled(SPACED_RULES, _key)
-_SPACELESS = _compiled(CJK_RULES, lambda stem: stem)
+# A spaced rule's pattern is searched by the words it starts with (`_leads`), a
+# space-less one whole.
+_SPACED = tuple((_groups(groups, _key), Leads(pattern)) for groups, pattern in SPACED_RULES)
+_SPACELESS = tuple(
+    (_groups(groups, lambda stem: stem), re.compile(pattern, re.MULTILINE))
+    for groups, pattern in CJK_RULES
+)
 _SPACELESS_STEMS = sorted(
     {stem for groups, _ in _SPACELESS for group in groups for stem in group}, key=len, reverse=True
 )
@@ -115,30 +116,33 @@ _WITHIN_STEM = {
 }
 
 
-def _search(rules: tuple[_Gated, ...], present: set[str], lowered: str) -> re.Match[str] | None:
-    for groups, pattern in rules:
-        if all(not present.isdisjoint(group) for group in groups):
-            match = pattern.search(lowered)
-            if match:
-                return match
-    return None
-
-
 def _instruction(lowered: str) -> re.Match[str] | None:
+    # Each word once (words repeat), then its first letters.
     if lowered.isascii():
-        starts = {word[:4] for word in lowered.translate(_ASCII_SPACES).split()}
+        words = set(lowered.translate(_ASCII_SPACES).split())
     else:
         spaced = (
             lowered.replace("-", " ").replace("/", " ").replace("'", " ").replace("\u2019", " ")
         )
-        starts = {word.strip(_PUNCTUATION)[:4] for word in spaced.split()}
-    match = _search(_SPACED, starts, lowered)
-    if match is None and _CJK.search(lowered):
-        present = {
-            inner for stem in set(_SPACELESS_STEM.findall(lowered)) for inner in _WITHIN_STEM[stem]
-        }
-        match = _search(_SPACELESS, present, lowered)
-    return match
+        words = set(map(str.strip, spaced.split(), itertools.repeat(_PUNCTUATION)))
+    starts = {word[:KEY_CHARS] for word in words}
+    for groups, leads in _SPACED:
+        # Every group has a stem in the text (inline: this loop runs for every answer).
+        if all(not starts.isdisjoint(group) for group in groups) and (
+            match := leads.search(starts, lowered)
+        ):
+            return match
+    if not _CJK.search(lowered):
+        return None
+    present = {
+        inner for stem in set(_SPACELESS_STEM.findall(lowered)) for inner in _WITHIN_STEM[stem]
+    }
+    for groups, pattern in _SPACELESS:
+        if all(not present.isdisjoint(group) for group in groups) and (
+            match := pattern.search(lowered)
+        ):
+            return match
+    return None
 
 
 # -- forged markers and verdicts ----------------------------------------------------------
@@ -227,8 +231,12 @@ def _first(patterns: tuple[re.Pattern[str], ...], text: str) -> re.Match[str] | 
 _FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,8}\U000e007f")
 _TAG = re.compile("[\U000e0001\U000e0020-\U000e007f]")
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
-# Two or more invisible characters in a row: one hides nothing, a run encodes bits.
-_ZERO_WIDTH_RUN = re.compile(f"[{_ZERO_WIDTH}]{{2,}}|[\ufe00-\ufe0f\U000e0100-\U000e01ef]{{2,}}")
+# Two or more invisible characters in a row: one hides nothing, a run encodes bits. (Each
+# pattern opens with a class, which the regex engine skips ahead to.)
+_ZERO_WIDTH_RUN = re.compile(f"[{_ZERO_WIDTH}][{_ZERO_WIDTH}]+")
+_SELECTOR_RUN = re.compile(
+    "[\ufe00-\ufe0f\U000e0100-\U000e01ef][\ufe00-\ufe0f\U000e0100-\U000e01ef]+"
+)
 # A zero-width character between two letters of the scripts that never need one.
 _LETTERS = "A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
 _ZERO_WIDTH_IN_WORD = re.compile(f"[{_ZERO_WIDTH}](?<=[{_LETTERS}].)(?=[{_LETTERS}])")
@@ -241,7 +249,7 @@ def _hidden(text: str) -> re.Match[str] | None:
     if not _ANY_HIDDEN.search(text):
         return None
     without_flags = _FLAG.sub(lambda match: "\u2063" * len(match.group()), text)
-    return _first((_TAG, _ZERO_WIDTH_RUN, _ZERO_WIDTH_IN_WORD), without_flags)
+    return _first((_TAG, _ZERO_WIDTH_RUN, _SELECTOR_RUN, _ZERO_WIDTH_IN_WORD), without_flags)
 
 
 # -- bidirectional controls ------------------------------------------------------------

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from guard.integrity.phrases.shape import Rule, gap, vocative_rule, within
+from guard.integrity.phrases.shape import Rule, drop_rule, gap, vocative_rule, within
 
 __all__ = ["GERMAN_RUSSIAN"]
+
+# Words nearly every German sentence has: a gate for the rules whose other words are rarer.
+_DE_COMMON: tuple[str, ...] = ("der", "die", "das", "und", "nicht", "ist", "ein", "eine", "sie")
+_DE_COMMON += ("den", "dem", "keine")
 
 _DE = (
     (
@@ -12,28 +16,15 @@ _DE = (
             ("ignorier", "vergiss", "vergessen", "missacht", "übergeh", "ubergeh"),
             ("anweisung", "instruktion", "regeln", "vorgaben", "befehle"),
         ),
-        r"(?:ignorier\w*|vergiss|vergessen\W+sie|missachte\w*|[uü]bergeh\w*)\b"
-        + gap(3)
-        + r"(?:vorherigen|bisherigen|obigen|vorigen|fr[uü]heren|urspr[uü]nglichen|alle)\W+"
-        r"(?:\w+\W+)?(?:anweisungen|instruktionen|regeln|vorgaben|befehle)\b",
+        drop_rule(
+            r"ignorier\w*|vergiss|vergessen\W+sie|missachte\w*|[uü]bergeh\w*",
+            r"vorherigen|bisherigen|obigen|vorigen|fr[uü]heren|urspr[uü]nglichen|alle",
+            r"anweisungen|instruktionen|regeln|vorgaben|befehle",
+        ),
     ),
     (
         (
-            (
-                "der",
-                "die",
-                "das",
-                "und",
-                "nicht",
-                "ist",
-                "ein",
-                "eine",
-                "sie",
-                "den",
-                "dem",
-                "keine",
-                "diese",
-            ),
+            (*_DE_COMMON, "diese"),
             (
                 "pr\u00fcfer",
                 "prufer",
@@ -90,21 +81,7 @@ _DE = (
     ),
     (
         (
-            (
-                "der",
-                "die",
-                "das",
-                "und",
-                "nicht",
-                "ist",
-                "ein",
-                "eine",
-                "sie",
-                "den",
-                "dem",
-                "keine",
-                "leere",
-            ),
+            (*_DE_COMMON, "leere"),
             ("gib", "gebt", "geben", "liefer", "antwort", "schreib"),
             ("leere", "meinung", "bewertung", "punktzahl"),
         ),

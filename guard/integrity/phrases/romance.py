@@ -4,7 +4,7 @@ instructions, a note to the reviewer with an order, "this text holds no opinions
 
 from __future__ import annotations
 
-from guard.integrity.phrases.shape import Rule, gap, vocative_rule, within
+from guard.integrity.phrases.shape import Rule, drop_rule, gap, vocative_rule, within
 
 __all__ = ["ROMANCE"]
 
@@ -14,11 +14,12 @@ _ES = (
             ("ignor", "olvid", "descart", "omit", "omita", "desatiend", "caso"),
             ("instruc", "indicacion", "regla", "orden", "directri", "norma"),
         ),
-        r"(?:ignora|ignore|ignorad|ignoren|olvida|olvide|olvidad|descarta|descarte|omite|omita"
-        r"|desatiende|haz\W+caso\W+omiso\W+(?:a|de))\b"
-        + gap(3)
-        + r"(?:instrucciones|indicaciones|reglas|[oó]rdenes|directrices|normas)\W+(?:\w+\W+)?"
-        r"(?:anteriores|previas|precedentes|de\W+arriba|del\W+sistema|originales)\b",
+        drop_rule(
+            r"ignora|ignore|ignorad|ignoren|olvida|olvide|olvidad|descarta|descarte|omite|omita"
+            r"|desatiende|haz\W+caso\W+omiso\W+(?:a|de)",
+            r"instrucciones|indicaciones|reglas|[oó]rdenes|directrices|normas",
+            r"anteriores|previas|precedentes|de\W+arriba|del\W+sistema|originales",
+        ),
     ),
     (
         (
@@ -100,10 +101,11 @@ _PT = (
             ("ignor", "esque", "desconsider", "descart", "desprez"),
             ("instru", "regra", "ordens", "diretri"),
         ),
-        r"(?:ignore|ignora|ignorem|esque[cç]a|esque[cç]am|desconsidere|descarte|despreze)\b"
-        + gap(3)
-        + r"(?:instru[cç][oõ]es|regras|ordens|diretrizes|orienta[cç][oõ]es)\W+"
-        r"(?:\w+\W+)?(?:anteriores|pr[eé]vias|precedentes|acima|do\W+sistema|originais)\b",
+        drop_rule(
+            r"ignore|ignora|ignorem|esque[cç]a|esque[cç]am|desconsidere|descarte|despreze",
+            r"instru[cç][oõ]es|regras|ordens|diretrizes|orienta[cç][oõ]es",
+            r"anteriores|pr[eé]vias|precedentes|acima|do\W+sistema|originais",
+        ),
     ),
     (
         (
@@ -205,10 +207,11 @@ _IT = (
             ("ignor", "dimentic", "trascur", "tralasci", "considerare"),
             ("istruzion", "regol", "indicazion", "direttiv"),
         ),
-        r"(?:ignora|ignorate|ignori|dimentica|dimenticate|trascura|tralascia|non\W+considerare)\b"
-        + gap(3)
-        + r"(?:istruzioni|regole|indicazioni|direttive|ordini)\W+(?:\w+\W+)?"
-        r"(?:precedenti|prima|di\W+sopra|del\W+sistema|originali)\b",
+        drop_rule(
+            r"ignora|ignorate|ignori|dimentica|dimenticate|trascura|tralascia|non\W+considerare",
+            r"istruzioni|regole|indicazioni|direttive|ordini",
+            r"precedenti|prima|di\W+sopra|del\W+sistema|originali",
+        ),
     ),
     (
         (

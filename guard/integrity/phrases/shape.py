@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["Rule", "gap", "vocative_rule", "within"]
+__all__ = ["Rule", "drop_rule", "gap", "vocative_rule", "within"]
 
 # A rule: groups of stems, then a pattern. The pattern runs only when every group has
 # a stem in the lowercased folded text: what it names, and what it orders.
@@ -25,3 +25,9 @@ def within(chars: int) -> str:
 def vocative_rule(note: str, addressee: str, order: str) -> str:
     """A note or greeting to the addressee, then an order or a verdict in the same breath."""
     return rf"(?:{note})\W+(?:\w+\W+){{0,3}}?(?:{addressee})\b{within(160)}(?:{order})"
+
+
+def drop_rule(verbs: str, first: str, second: str) -> str:
+    """An order to drop earlier instructions: a verb, up to three words, then the
+    instructions and the word for "earlier" in the language's order, a word apart at most."""
+    return rf"(?:{verbs})\b" + gap(3) + rf"(?:{first})\W+(?:\w+\W+)?(?:{second})\b"
