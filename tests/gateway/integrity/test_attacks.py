@@ -206,8 +206,7 @@ def test_injected_instructions_neither_pass_nor_go_unmarked(
     assert len(found) - len(unmarked) >= math.ceil(0.9 * len(found)), unmarked
 
 
-# tool_arguments joins once tool-call arguments are judged (branch h6-tool-args, not merged yet).
-@pytest.mark.parametrize("family", ["hidden_text", "padding", "encoding"])
+@pytest.mark.parametrize("family", ["hidden_text", "padding", "tool_arguments", "encoding"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("surface", SURFACES)
 def test_no_attack_of_the_family_passes(
