@@ -36,7 +36,7 @@ __all__ = [
     "with_tool_lines",
 ]
 
-# Deeper than this, a value is read as its JSON text (one line), not walked further.
+# Deeper than this, the keys that lead to a value are no longer spelled out.
 _MAX_DEPTH = 32
 _UNNAMED = "(unnamed)"
 _QUOTED_CHARS = 12
@@ -64,7 +64,7 @@ def arguments_of(tool: object, arguments: object) -> list[ToolArgument]:
     if isinstance(arguments, str):
         try:
             value = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
             return [ToolArgument(name, "", arguments)] if arguments.strip() else []
     else:
         value = arguments
@@ -75,15 +75,21 @@ def arguments_of(tool: object, arguments: object) -> list[ToolArgument]:
         if isinstance(item, str):
             if item.strip():
                 found.append(ToolArgument(name, path, item))
-        elif depth >= _MAX_DEPTH and isinstance(item, Mapping | list):
-            found.append(ToolArgument(name, path, json.dumps(item, ensure_ascii=False)))
-        elif isinstance(item, Mapping):
-            children = [(f"{path}.{key}" if path else str(key), v) for key, v in item.items()]
-            stack.extend((p, v, depth + 1) for p, v in reversed(children))
-        elif isinstance(item, list):
-            children = [(f"{path}[{index}]", v) for index, v in enumerate(item)]
+        elif isinstance(item, Mapping | list):
+            pairs = item.items() if isinstance(item, Mapping) else enumerate(item)
+            children = [(_child(path, key, depth), value) for key, value in pairs]
             stack.extend((p, v, depth + 1) for p, v in reversed(children))
     return found
+
+
+def _child(path: str, key: object, depth: int) -> str:
+    """The path of a value under `key`; past `_MAX_DEPTH` levels the path stops growing
+    (a hostile nesting would make each one longer than the last)."""
+    if depth >= _MAX_DEPTH:
+        return path if path.endswith("…") else f"{path}…"
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
 
 
 def with_tool_lines(texts: Sequence[str], arguments: Sequence[ToolArgument]) -> list[str]:

@@ -15,8 +15,14 @@ import anthropic
 import openai
 import pytest
 
+from gateway.proxy.surfaces import Surface
+from gateway.proxy.surfaces.chat import ChatCompletions
+from gateway.proxy.surfaces.messages import Messages
+from gateway.proxy.surfaces.responses import Responses
+from gateway.wire.sse import SSEDecoder
 from tests.gateway.conftest import RunningGateway, policy
 from tests.gateway.proxy.test_windowed import answer
+from tests.support import rich_answers
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.rich_answers import RichAnswer, RichChoice
 
@@ -43,15 +49,16 @@ def _chat(gateway: RunningGateway, stream: bool, got: Got) -> None:
         model="m", messages=[{"role": "user", "content": PROMPT}], stream=stream
     )
     got.headers = dict(raw.headers)
+    parsed: Any = raw.parse()  # whole or a stream, as `stream` asked
     if not stream:
-        message = raw.parse().choices[0].message
+        message = parsed.choices[0].message
         got.text = message.content or ""
         for call in message.tool_calls or []:
             assert call.type == "function"
             got.arguments[call.id] = call.function.arguments
         return
     ids: dict[int, str] = {}
-    for chunk in raw.parse():
+    for chunk in parsed:
         for choice in chunk.choices:
             got.text += choice.delta.content or ""
             for delta in choice.delta.tool_calls or []:
@@ -66,15 +73,16 @@ def _responses(gateway: RunningGateway, stream: bool, got: Got) -> None:
         model="m", input=PROMPT, stream=stream
     )
     got.headers = dict(raw.headers)
+    parsed: Any = raw.parse()  # whole or a stream, as `stream` asked
     if not stream:
-        response = raw.parse()
+        response = parsed
         got.text = response.output_text
         for item in response.output:
             if item.type == "function_call":
                 got.arguments[item.call_id] = item.arguments
         return
     ids: dict[str, str] = {}
-    for event in raw.parse():
+    for event in parsed:
         if event.type == "response.output_text.delta":
             got.text += event.delta
         elif event.type == "response.output_item.added" and event.item.type == "function_call":
@@ -94,15 +102,16 @@ def _messages(gateway: RunningGateway, stream: bool, got: Got) -> None:
         stream=stream,
     )
     got.headers = dict(raw.headers)
+    parsed: Any = raw.parse()  # whole or a stream, as `stream` asked
     if not stream:
-        for block in raw.parse().content:
+        for block in parsed.content:
             if block.type == "text":
                 got.text += block.text
             elif block.type == "tool_use":
                 got.arguments[block.id.removeprefix("toolu_")] = json.dumps(block.input)
         return
     ids: dict[int, str] = {}
-    for event in raw.parse():
+    for event in parsed:
         if event.type == "content_block_start" and event.content_block.type == "tool_use":
             ids[event.index] = event.content_block.id.removeprefix("toolu_")
         elif event.type == "content_block_delta" and event.delta.type == "text_delta":
@@ -227,3 +236,21 @@ def test_judge_tool_arguments_off_delivers_a_tool_call_unjudged(
     if mode in ("whole", "buffer"):  # a windowed stream's headers go before it is judged
         assert got.headers["x-bias-skip-reason"] == "no_text"
     assert not [r for r in reading.requests if r.step != "chat"]  # the judge never asked
+
+
+@pytest.mark.parametrize(
+    ("api", "surface"),
+    [("chat", ChatCompletions()), ("responses", Responses()), ("messages", Messages())],
+)
+def test_a_streams_tool_arguments_are_those_of_its_whole_answer(api: str, surface: Surface) -> None:
+    """Read event by event, a stream gives the arguments its whole answer gives."""
+    rich = RichAnswer()
+    rich.choices[2].tool_calls.append(("call_c3", "send", json.dumps({"body": {"text": BIASED}})))
+    whole = surface.tool_arguments(rich_answers.WHOLE[api](rich, {}))
+    reader = surface.reader(max_chars=None)
+    for frame in rich_answers.STREAM[api](rich, {}):
+        for event in SSEDecoder().feed(frame.data):
+            reader.add(event.event, event.data)
+    assert reader.has_tool_calls()
+    assert reader.tool_arguments() == whole
+    assert [argument.value for argument in whole][-1] == BIASED
