@@ -174,12 +174,13 @@ def message_tool_arguments(message: Mapping[str, Any]) -> list[ToolArgument]:
 
 
 def _item_arguments(item: Mapping[str, Any]) -> list[ToolArgument]:
-    kind = item.get("type")
-    if kind == "function_call":
-        return arguments_of(item.get("name"), item.get("arguments"))
-    if kind == "custom_tool_call" and isinstance(item.get("input"), str):
-        return [ToolArgument(str(item.get("name") or _UNNAMED), "input", item["input"])]
-    return []
+    field_name = _CALL_ITEMS.get(str(item.get("type")))
+    return [] if field_name is None else arguments_of(item.get("name"), item.get(field_name))
+
+
+# Responses' call items, and the field that holds their arguments: a function's JSON,
+# a custom tool's free text (read as JSON when it is).
+_CALL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 
 
 # -- streams ---------------------------------------------------------------------------
@@ -212,27 +213,35 @@ class _Calls:
 
 
 class ResponseToolCalls(_Calls):
-    """A Responses stream's function calls: `response.output_item.added`, the
-    `response.function_call_arguments.delta` pieces, and `.done` with the whole text."""
+    """A Responses stream's function (and custom tool) calls: `response.output_item.added`,
+    the `response.function_call_arguments.delta` pieces, and `.done` with the whole text
+    (`response.custom_tool_call_input.delta` and `.done` for a custom tool's input)."""
 
     def take(self, kind: str, index: int | None, event: Mapping[str, Any]) -> None:
         if index is None:
             return
         if kind in ("response.output_item.added", "response.output_item.done"):
             item = event.get("item")
-            if isinstance(item, Mapping) and item.get("type") == "function_call":
+            kind_of_item = item.get("type") if isinstance(item, Mapping) else None
+            field_name = _CALL_ITEMS.get(str(kind_of_item))
+            if isinstance(item, Mapping) and field_name is not None:
                 call = self.calls.setdefault(index, _Call())
                 call.name = item.get("name") or call.name
-                if kind == "response.output_item.done" and isinstance(item.get("arguments"), str):
-                    call.parts = [item["arguments"]]
-        elif kind == "response.function_call_arguments.delta" and isinstance(
-            event.get("delta"), str
-        ):
+                if kind == "response.output_item.done" and isinstance(item.get(field_name), str):
+                    call.parts = [item[field_name]]
+        elif kind in _DELTAS and isinstance(event.get("delta"), str):
             self.calls.setdefault(index, _Call()).parts.append(event["delta"])
-        elif kind == "response.function_call_arguments.done" and isinstance(
-            event.get("arguments"), str
-        ):
-            self.calls.setdefault(index, _Call()).parts = [event["arguments"]]
+        elif kind in _DONE and isinstance(event.get(_DONE[kind]), str):
+            self.calls.setdefault(index, _Call()).parts = [event[_DONE[kind]]]
+
+
+_DELTAS = frozenset(
+    {"response.function_call_arguments.delta", "response.custom_tool_call_input.delta"}
+)
+_DONE = {
+    "response.function_call_arguments.done": "arguments",
+    "response.custom_tool_call_input.done": "input",
+}
 
 
 class MessageToolCalls(_Calls):

@@ -39,6 +39,12 @@ from gateway.wire.tools import ResponseToolCalls, ToolArgument, response_tool_ar
 __all__ = ["Responses", "ResponsesReader"]
 
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+# The events that build a tool call (`gateway.wire.tools.ResponseToolCalls`).
+_CALL_EVENTS = (
+    "response.output_item.",
+    "response.function_call_arguments.",
+    "response.custom_tool_call_input.",
+)
 
 
 def _output_texts(output: object) -> list[str]:
@@ -104,7 +110,7 @@ class ResponsesReader(StreamReader):
         ):
             # Cut here, so `truncated` is known before the texts are read.
             self._done_texts[index] = self.clip(0, event["text"])
-        elif kind.startswith(("response.output_item.", "response.function_call_arguments.")):
+        elif kind.startswith(_CALL_EVENTS):
             self._calls.take(kind, index, event)
         if kind in TERMINAL_EVENTS:
             self.done = True

@@ -120,7 +120,7 @@ def test_responses_function_call_items_are_read() -> None:
     }
     assert lines(response_tool_arguments(response)) == [
         f"Tool send, argument b: {BIASED}",
-        "Tool shell, argument input: echo hi",
+        "Tool shell, arguments: echo hi",
     ]
 
 
@@ -149,6 +149,18 @@ def test_a_responses_stream_builds_its_calls_from_deltas_or_the_done_text() -> N
     calls.take("response.function_call_arguments.done", 1, {"arguments": '{"b": "Bye"}'})
     calls.take("response.function_call_arguments.delta", None, {"delta": "ignored"})
     assert lines(calls.arguments()) == ["Tool send, argument b: Bye"]
+
+
+def test_a_responses_stream_reads_a_custom_tools_input() -> None:
+    calls = ResponseToolCalls()
+    item = {"type": "custom_tool_call", "name": "shell", "input": ""}
+    calls.take("response.output_item.added", 0, {"item": item})
+    for piece in ("echo ", "hi"):
+        calls.take("response.custom_tool_call_input.delta", 0, {"delta": piece})
+    assert lines(calls.arguments()) == ["Tool shell, arguments: echo hi"]
+    done = {**item, "input": "echo bye"}
+    calls.take("response.output_item.done", 0, {"item": done})
+    assert lines(calls.arguments()) == ["Tool shell, arguments: echo bye"]
 
 
 def test_a_messages_stream_builds_its_input_from_partial_json() -> None:
