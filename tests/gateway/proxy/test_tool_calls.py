@@ -254,3 +254,16 @@ def test_a_streams_tool_arguments_are_those_of_its_whole_answer(api: str, surfac
     assert reader.has_tool_calls()
     assert reader.tool_arguments() == whole
     assert [argument.value for argument in whole][-1] == BIASED
+
+
+def test_a_chat_streams_legacy_function_call_is_read() -> None:
+    reader = ChatCompletions().reader(max_chars=None)
+    pieces = [{"name": "send", "arguments": ""}, {"arguments": '{"body": "'}, {"arguments": "Hi"}]
+    pieces.append({"arguments": '"}'})
+    for piece in pieces:
+        chunk = {"id": "c", "choices": [{"index": 0, "delta": {"function_call": piece}}]}
+        reader.add(None, json.dumps(chunk))
+    assert reader.has_tool_calls()
+    assert [argument.line() for argument in reader.tool_arguments()] == [
+        "Tool send, argument body: Hi"
+    ]
