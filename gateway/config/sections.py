@@ -194,6 +194,9 @@ class Policy(SectionsWithOldKeys):
     # An answer whose text addresses the judge (instructions to it, forged prompt
     # markers or verdicts, hidden text): its verdict is at least `flag`, or `block`.
     on_tamper: OnTamper = "flag"
+    # The string values in an answer's tool-call arguments are judged with its text
+    # (docs/policies.md#tool-calls); off, an answer that is only a tool call is `no_text`.
+    judge_tool_arguments: bool = True
     allow_client_override: bool = False
     # A `/v1` path that is not scored and not known to carry no model text: in enforce
     # mode `refuse` answers 403 (an enforcing gateway never returns text it did not

@@ -5,8 +5,9 @@ the access line, refuse)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from starlette.responses import JSONResponse, Response
 
@@ -22,6 +23,7 @@ from gateway.runtime.resources import Gateway
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.request import ScoreRequest
 from gateway.scoring.window_judge import WindowJudge
+from gateway.wire.tools import ToolArgument, with_tool_lines
 
 __all__ = ["How", "ScoredCall", "unjudged", "without_type"]
 
@@ -100,16 +102,28 @@ class ScoredCall:
         reader = self.surface.reader(max_chars=self.gateway.settings.judge.max_text_chars)
         return StreamTap(reader, parse=parse)
 
+    def answer_texts(self, body: Mapping[str, Any]) -> list[str]:
+        """The texts of a readable whole answer to judge: its text, then its tool-call
+        arguments (`judge_tool_arguments`), which the job learns for the record."""
+        return self._with_tools(self.surface.texts(body), self.surface.tool_arguments(body))
+
     def stream_texts(self, tap: StreamTap, *, partial: bool = False) -> list[str]:
-        """The texts a tap collected; the job learns the response id, any truncation, and
-        whether the stream ended before its end."""
+        """The texts a tap collected, with its tool-call arguments as `answer_texts` has
+        them; the job learns the response id, any truncation, and whether the stream
+        ended before its end."""
         self.job = replace(
             self.job,
             response_id=tap.reader.facts().response_id,
             truncated=self.job.truncated or tap.reader.truncated,
             partial=partial,
         )
-        return tap.texts()
+        return self._with_tools(tap.texts(), tap.reader.tool_arguments())
+
+    def _with_tools(self, texts: list[str], arguments: list[ToolArgument]) -> list[str]:
+        if not self.policy.judge_tool_arguments or not arguments:
+            return texts
+        self.job = replace(self.job, tool_arguments=tuple(arguments))
+        return with_tool_lines(texts, arguments)
 
     async def settle(self, tap: StreamTap, *, partial: bool) -> Outcome:
         """Queue a finished stream's text for scoring, or record why there is none."""

@@ -36,7 +36,9 @@ from gateway.scoring.outcome import Outcome
 from gateway.scoring.window_judge import WindowJudge
 from gateway.scoring.windows import Window, WindowSplitter, coalesce
 from gateway.wire.frames import EventFramer
+from gateway.wire.holding import ToolCallHold
 from gateway.wire.sse import SSEEvent
+from gateway.wire.tools import with_tool_lines
 from guard import BiasResult
 
 __all__ = ["StreamJudgement", "Verdicts"]
@@ -90,6 +92,7 @@ class StreamJudgement:
         self.frames: list[bytes] = []  # the events a client may be sent, in order
         self.held: list[SSEEvent] = []
         self.passed = 0  # frames cleared by the windows judged so far
+        self.tool_hold = ToolCallHold(enabled=policy.judge_tool_arguments)
         self.ended = False
         self.changed = asyncio.Event()
         self._waiting: deque[Window] = deque()
@@ -117,7 +120,7 @@ class StreamJudgement:
         if not self._dispatched:
             self._waiting.clear()  # no window judged yet: the answer is judged whole
         elif self.judge.open:
-            tail = self.splitter.finish(self.tap.texts(), len(self.frames))
+            tail = self.splitter.finish(self._texts_with_tools(), len(self.frames))
             if tail is not None:
                 self._waiting.append(tail)
             self._dispatch()
@@ -139,9 +142,9 @@ class StreamJudgement:
     @property
     def released(self) -> int:
         """How many of `frames` may be sent now."""
-        if self.hold == "none" or self.judge.failure is not None:
+        if self.judge.failure is not None:
             return len(self.frames)
-        return self.passed
+        return self.tool_hold.cap(len(self.frames)) if self.hold == "none" else self.passed
 
     @property
     def settled(self) -> bool:
@@ -183,6 +186,14 @@ class StreamJudgement:
 
     # -- windows ----------------------------------------------------------------------
 
+    def _texts_with_tools(self) -> list[str]:
+        """The answer's texts, then its tool-call arguments (`judge_tool_arguments`): the
+        last window judges the arguments, which no window before it could (a call's
+        arguments are whole only at its end)."""
+        if not self.policy.judge_tool_arguments:
+            return self.tap.texts()
+        return with_tool_lines(self.tap.texts(), self.tap.reader.tool_arguments())
+
     def _take(self, frame: bytes) -> None:
         last = False
         reader = self.tap.reader
@@ -190,6 +201,7 @@ class StreamJudgement:
             if reader.add(event.event, event.data):
                 self.held.append(event)
                 last = True
+        self.tool_hold.see(reader.has_tool_calls(), len(self.frames))
         if not last:
             self.frames.append(frame)
         if not self.judge.open:
@@ -233,6 +245,6 @@ class StreamJudgement:
                 self.cancel()
                 break
             if self.tap.readable:
-                self.passed = max(self.passed, window.events)
+                self.passed = max(self.passed, self.tool_hold.cap(window.events))
         self._dispatch()
         self.changed.set()

@@ -40,7 +40,7 @@ async def whole(
     texts: list[str] = []
     response_id = None
     if body is not None and readable:
-        texts = call.surface.texts(body)
+        texts = call.answer_texts(body)
         response_id = call.surface.facts(body).response_id
     span = call.upstream_call.span_context
     call.job = replace(call.job, chat_span=span, response_id=response_id)

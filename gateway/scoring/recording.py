@@ -18,6 +18,7 @@ from gateway.observability.traces import Telemetry
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.request import ScoreRequest
 from gateway.store import ScoreRecord, Store
+from gateway.wire.tools import ToolArgument, opinion_sources
 from guard import BiasResult
 
 __all__ = ["Recorder", "cost_of"]
@@ -84,7 +85,11 @@ class Recorder:
                 judge_calls=calls if outcome.result is not None else None,
                 judge_tokens=tokens if outcome.result is not None else None,
                 result=_stored_result(
-                    outcome.result, capture, cached=outcome.cached, windows=outcome.windows
+                    outcome.result,
+                    capture,
+                    cached=outcome.cached,
+                    windows=outcome.windows,
+                    tool_arguments=request.tool_arguments,
                 ),
                 response_id=request.response_id,
                 request_id=request.request_id,
@@ -209,6 +214,7 @@ def _stored_result(
     *,
     cached: bool,
     windows: list[dict[str, Any]] | None = None,
+    tool_arguments: tuple[ToolArgument, ...] = (),
 ) -> dict[str, object] | None:
     if result is None:
         return None
@@ -216,6 +222,13 @@ def _stored_result(
     data["cached"] = cached
     if windows is not None:
         data["windows"] = windows
+    if tool_arguments:
+        # Which judged lines were tool-call arguments, and which opinions came from them.
+        data["toolArguments"] = [
+            {"tool": argument.tool, "argument": argument.argument} for argument in tool_arguments
+        ]
+        opinions = result.preprocess_step_result.opinions
+        data["opinionSources"] = opinion_sources(opinions, tool_arguments)
     if not capture_content:
         # The prompts embed the response text: keep them out unless content capture is on.
         for key in _PROMPTS:

@@ -16,6 +16,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext
 from gateway.config import Policy, Settings
 from gateway.domain import APIS, Api, Mode
 from gateway.store import ScoreRecord
+from gateway.wire.tools import ToolArgument
 from gateway.work.payload import WorkPayload
 from guard.outputs import valid_text
 
@@ -45,6 +46,8 @@ class ScoreRequest:
     # The share of its key's responses scored when it came, while overload shed the
     # rest (`gateway.scoring.shedding`); None when all were.
     sample_rate: float | None = None
+    # The tool-call arguments judged with the answer's text (`judge_tool_arguments`).
+    tool_arguments: tuple[ToolArgument, ...] = ()
 
     def chat_context(self) -> Context | None:
         if self.chat_span is None:

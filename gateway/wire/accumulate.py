@@ -208,7 +208,10 @@ class ChunkAccumulator:
         }
 
     def has_tool_calls(self) -> bool:
-        return any(state.tool_calls for state in self._choices.values())
+        """Whether a choice began a tool call (or a legacy `function_call`)."""
+        return any(
+            state.tool_calls or "function_call" in state.others for state in self._choices.values()
+        )
 
     def as_completion(self) -> dict[str, Any]:
         """The `chat.completion` dict a non-streaming request would have returned.

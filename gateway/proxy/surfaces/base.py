@@ -23,6 +23,7 @@ from gateway.scoring.outcome import Outcome
 from gateway.wire.codec import loads, with_field
 from gateway.wire.rebuild import Rebuilt, StreamError
 from gateway.wire.sse import SSEEvent, encode_event
+from gateway.wire.tools import ToolArgument
 from guard.outputs import valid_text
 
 __all__ = [
@@ -121,6 +122,14 @@ class StreamReader(ABC):
     @abstractmethod
     def facts(self) -> Facts: ...
 
+    def has_tool_calls(self) -> bool:
+        """Whether a tool call has begun in the stream (`gateway.wire.tools`)."""
+        return False
+
+    def tool_arguments(self) -> list[ToolArgument]:
+        """The string values of the stream's tool-call arguments so far."""
+        return []
+
     def clip(self, kept: int, text: str) -> str:
         """`text` cut so a text that already has `kept` characters stays within `max_chars`."""
         if self.max_chars is not None and kept + len(text) > self.max_chars:
@@ -161,6 +170,10 @@ class Surface(ABC):
 
     @abstractmethod
     def facts(self, body: Mapping[str, Any]) -> Facts: ...
+
+    def tool_arguments(self, body: Mapping[str, Any]) -> list[ToolArgument]:
+        """The string values of a readable answer's tool-call arguments."""
+        return []
 
     @abstractmethod
     def reader(self, *, max_chars: int | None) -> StreamReader: ...

@@ -28,6 +28,7 @@ from gateway.wire.codec import loads
 from gateway.wire.parts import TextParts
 from gateway.wire.rebuild import Rebuilt, chat_answer, completion_answer
 from gateway.wire.sse import DONE, SSEEvent, encode_event
+from gateway.wire.tools import ToolArgument, chat_tool_arguments
 
 __all__ = ["ChatCompletions", "Completions"]
 
@@ -145,6 +146,14 @@ class ChatReader(_ChoiceReader):
     def texts(self) -> list[str]:
         return [text for text in self.accumulator.texts().values() if text]
 
+    def has_tool_calls(self) -> bool:
+        return self.accumulator.has_tool_calls()
+
+    def tool_arguments(self) -> list[ToolArgument]:
+        if not self.accumulator.has_tool_calls():
+            return []
+        return chat_tool_arguments(self.accumulator.as_completion())
+
     def facts(self) -> Facts:
         usage = self.accumulator.usage or {}
         return Facts(
@@ -185,6 +194,9 @@ class ChatCompletions(Surface):
 
     def facts(self, body: Mapping[str, Any]) -> Facts:
         return _choice_facts(body)
+
+    def tool_arguments(self, body: Mapping[str, Any]) -> list[ToolArgument]:
+        return chat_tool_arguments(body)
 
     def reader(self, *, max_chars: int | None) -> ChatReader:
         return ChatReader(max_chars=max_chars)

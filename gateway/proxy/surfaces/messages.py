@@ -33,6 +33,7 @@ from gateway.scoring.outcome import Outcome
 from gateway.wire.parts import TextParts
 from gateway.wire.rebuild import Rebuilt, StreamError, message_answer
 from gateway.wire.sse import SSEEvent, encode_event
+from gateway.wire.tools import MessageToolCalls, ToolArgument, message_tool_arguments
 
 __all__ = ["Messages", "MessagesReader", "anthropic_error_type"]
 
@@ -75,6 +76,7 @@ class MessagesReader(StreamReader):
         self._blocks: dict[int, TextParts] = {}
         self._chars = 0
         self._facts = Facts()
+        self._calls = MessageToolCalls()
 
     def take(self, name: str | None, event: dict[str, Any]) -> bool:
         kind = event.get("type")
@@ -91,10 +93,13 @@ class MessagesReader(StreamReader):
             block = event.get("content_block")
             if isinstance(block, Mapping) and block.get("type") == "text":
                 self._text(event.get("index"), block.get("text"))
+            self._calls.take(kind, json_int(event.get("index")), event)
         elif kind == "content_block_delta":
             delta = event.get("delta")
             if isinstance(delta, Mapping) and delta.get("type") == "text_delta":
                 self._text(event.get("index"), delta.get("text"))
+            else:
+                self._calls.take(kind, json_int(event.get("index")), event)
         elif kind == "message_delta":
             delta = event.get("delta")
             if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
@@ -135,6 +140,12 @@ class MessagesReader(StreamReader):
     def facts(self) -> Facts:
         return self._facts
 
+    def has_tool_calls(self) -> bool:
+        return self._calls.started
+
+    def tool_arguments(self) -> list[ToolArgument]:
+        return self._calls.arguments()
+
 
 class Messages(Surface):
     name = "messages"
@@ -173,6 +184,9 @@ class Messages(Surface):
 
     def facts(self, body: Mapping[str, Any]) -> Facts:
         return usage_facts(body, "stop_reason")
+
+    def tool_arguments(self, body: Mapping[str, Any]) -> list[ToolArgument]:
+        return message_tool_arguments(body)
 
     def reader(self, *, max_chars: int | None) -> MessagesReader:
         return MessagesReader(max_chars=max_chars)

@@ -34,10 +34,17 @@ from gateway.scoring.outcome import Outcome
 from gateway.wire.parts import TextParts
 from gateway.wire.rebuild import Rebuilt, response_answer
 from gateway.wire.sse import SSEEvent, encode_event
+from gateway.wire.tools import ResponseToolCalls, ToolArgument, response_tool_arguments
 
 __all__ = ["Responses", "ResponsesReader"]
 
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+# The events that build a tool call (`gateway.wire.tools.ResponseToolCalls`).
+_CALL_EVENTS = (
+    "response.output_item.",
+    "response.function_call_arguments.",
+    "response.custom_tool_call_input.",
+)
 
 
 def _output_texts(output: object) -> list[str]:
@@ -70,6 +77,7 @@ class ResponsesReader(StreamReader):
             int, str
         ] = {}  # from `output_text.done`, for servers that skip deltas
         self._facts = Facts()
+        self._calls = ResponseToolCalls()
         self.sequence = 0  # the last sequence number seen
 
     def take(self, name: str | None, event: dict[str, Any]) -> bool:
@@ -102,6 +110,8 @@ class ResponsesReader(StreamReader):
         ):
             # Cut here, so `truncated` is known before the texts are read.
             self._done_texts[index] = self.clip(0, event["text"])
+        elif kind.startswith(_CALL_EVENTS):
+            self._calls.take(kind, index, event)
         if kind in TERMINAL_EVENTS:
             self.done = True
             return True
@@ -130,6 +140,12 @@ class ResponsesReader(StreamReader):
 
     def facts(self) -> Facts:
         return self._facts
+
+    def has_tool_calls(self) -> bool:
+        return self._calls.started
+
+    def tool_arguments(self) -> list[ToolArgument]:
+        return self._calls.arguments()
 
 
 class Responses(Surface):
@@ -172,6 +188,9 @@ class Responses(Surface):
 
     def facts(self, body: Mapping[str, Any]) -> Facts:
         return usage_facts(body, "status")
+
+    def tool_arguments(self, body: Mapping[str, Any]) -> list[ToolArgument]:
+        return response_tool_arguments(body)
 
     def reader(self, *, max_chars: int | None) -> ResponsesReader:
         return ResponsesReader(max_chars=max_chars)

@@ -206,8 +206,7 @@ def test_injected_instructions_neither_pass_nor_go_unmarked(
     assert len(found) - len(unmarked) >= math.ceil(0.9 * len(found)), unmarked
 
 
-# tool_arguments joins once tool-call arguments are judged (branch h6-tool-args, not merged yet).
-@pytest.mark.parametrize("family", ["hidden_text", "padding", "encoding"])
+@pytest.mark.parametrize("family", ["hidden_text", "padding", "tool_arguments", "encoding"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("surface", SURFACES)
 def test_no_attack_of_the_family_passes(
@@ -252,5 +251,24 @@ def test_benign_texts_are_neither_flagged_blocked_nor_marked(
     gullible: Attacked, surface: str, mode: str
 ) -> None:
     found = gullible.deliveries(BENIGN, surface, mode)
+    alarms = {key: (d.verdict, d.tamper) for key, d in found.items() if not d.passed}
+    assert alarms == {}
+
+
+BENIGN_CALLS = {
+    "ticket": ToolCall("create_ticket", json.dumps({"title": "Docs", "details": FAIR[0]})),
+    "nested": ToolCall(
+        "send_message", json.dumps({"to": {"team": "build"}, "body": [FAIR[7], FAIR[8]]})
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("surface", [surface for surface in SURFACES if surface != "completions"])
+def test_benign_tool_calls_are_neither_flagged_blocked_nor_marked(
+    gullible: Attacked, surface: str, mode: str
+) -> None:
+    found = gullible.deliveries(BENIGN_CALLS, surface, mode)
+    assert len(found) == len(BENIGN_CALLS)
     alarms = {key: (d.verdict, d.tamper) for key, d in found.items() if not d.passed}
     assert alarms == {}
