@@ -18,7 +18,9 @@ it is read only when it has at least three letters, every other character stands
 a letter, and it is not:
 
 - a number with a unit or suffix: two or more leading digits ("10km", "100mph"),
-  trailing digits are never read ("win10", "covid19", "python3", "mp3");
+  trailing digits are not read ("win10", "covid19", "python3", "mp3"), except one
+  after a word already spelled with signs inside it ("cr1m1nal5" -> "criminals",
+  "M3x1c0" -> "Mexico": a name does not hide its letters and then add a version);
 - a name with other digits ("B2B", "i18n", "k8s", "x86", "h264");
 - a mention ("@all") or a ticker ("$AAPL");
 - hex of eight characters or more ("deadbe3f", a hash);
@@ -138,12 +140,16 @@ def _read(word: str) -> str:
     if first > 1:
         return word
     shouting = all(char.isupper() for char in word if char.isalpha())
+    spelled = any(not char.isalpha() for char in word[first:last])
+    if spelled and len(word) - last == 2 and word[-1] in _STANDS_FOR_NEXT:
+        last += 1  # one sign after a word spelled with signs inside it: read it too
     read: list[str] = []
     for index, char in enumerate(word[: last + 1]):
         if char.isalpha():
             read.append(char)
             continue
-        after = _STANDS_FOR_NEXT.get(word[index + 1], word[index + 1]).lower()
+        following = word[index + 1 : index + 2]
+        after = _STANDS_FOR_NEXT.get(following, following).lower()
         letter = _one(read[-1].lower() if read else "", after) if char == "1" else _STANDS_FOR[char]
         read.append(letter.upper() if shouting else letter)
     return "".join(read) + word[last + 1 :]

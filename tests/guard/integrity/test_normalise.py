@@ -274,6 +274,10 @@ def test_deeply_nested_overrides_do_not_exhaust_the_stack():
         ("7rash", "trash"),
         ("b4d", "b4d"),  # two letters: left
         ("mp3", "mp3"),  # trailing digits: left
+        ("python3", "python3"),
+        ("cr1m1nal5", "criminals"),  # unless the word hides letters inside it too
+        ("M3x1c0", "Mexico"),
+        ("l0g4j2", "l0g4j2"),  # a digit that stands for no letter: the word is left
         ("10km", "10km"),  # leading digits: left
         ("@all", "@all"),  # a mention
         ("$USD", "$USD"),  # a ticker
