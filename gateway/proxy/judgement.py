@@ -195,13 +195,19 @@ class StreamJudgement:
         return with_tool_lines(self.tap.texts(), self.tap.reader.tool_arguments())
 
     def _take(self, frame: bytes) -> None:
-        last = False
+        last = tool = False
         reader = self.tap.reader
         for event in self.tap.decoder.feed(frame):
             if reader.add(event.event, event.data):
                 self.held.append(event)
                 last = True
-        self.tool_hold.see(reader.has_tool_calls(), len(self.frames))
+            # An event that begins a tool call names it, on every API (tool_calls,
+            # function_call, tool_use, custom_tool_call): the reader is asked only then,
+            # since this runs for every event of every held stream.
+            tool = tool or "tool" in event.data or "function_call" in event.data
+        hold = self.tool_hold
+        if tool and hold.enabled and hold.at is None:
+            hold.see(reader.has_tool_calls(), len(self.frames))
         if not last:
             self.frames.append(frame)
         if not self.judge.open:

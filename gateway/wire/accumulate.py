@@ -73,6 +73,7 @@ class ChunkAccumulator:
         self._usage: dict[str, Any] | None = None
         self._finish_reasons: dict[int, str] = {}
         self._choices: dict[int, _Choice] = {}
+        self._tool_call_begun = False  # a choice began a tool call or `function_call`
         self._chunks = 0
         # The first and last chunks, whose other top-level fields (`system_fingerprint`,
         # `service_tier`) the whole answer carries; read once, at the end.
@@ -172,6 +173,7 @@ class ChunkAccumulator:
                     for position, item in enumerate(value):
                         if isinstance(item, Mapping):
                             _merge_tool_call(state.tool_calls, position, item)
+                    self._tool_call_begun = self._tool_call_begun or bool(state.tool_calls)
                 elif value is None:
                     state.seen.add("tool_calls: null")
             elif name == "role":
@@ -179,6 +181,8 @@ class ChunkAccumulator:
                     state.role = value
             else:
                 state.others[name] = _merged(state.others.get(name), value)
+                if name == "function_call":
+                    self._tool_call_begun = True
 
     def _add_content(self, state: _Choice, content: str) -> None:
         if state.content is None:
@@ -208,10 +212,9 @@ class ChunkAccumulator:
         }
 
     def has_tool_calls(self) -> bool:
-        """Whether a choice began a tool call (or a legacy `function_call`)."""
-        return any(
-            state.tool_calls or "function_call" in state.others for state in self._choices.values()
-        )
+        """Whether a choice began a tool call (or a legacy `function_call`): asked after
+        every event of a held stream, so it is kept, not searched for."""
+        return self._tool_call_begun
 
     def as_completion(self) -> dict[str, Any]:
         """The `chat.completion` dict a non-streaming request would have returned.

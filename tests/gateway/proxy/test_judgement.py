@@ -145,3 +145,30 @@ async def test_a_client_gone_before_any_window_leaves_the_text_to_be_queued(
     assert request.settled == [True]
     assert request.concluded == []
     assert lane_judge.seen == []
+
+
+async def test_a_tool_call_split_across_frames_holds_the_stream_from_its_first_event(
+    tmp_path: Path,
+) -> None:
+    # The network cuts chunks anywhere: the event that begins the call arrives in two
+    # chunks, neither of which holds the whole word `tool_calls`; it is the 4th frame.
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": ""}}
+    delta = {"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}
+    body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m", "choices": [delta]}
+    event = b"data: " + json.dumps(body).encode() + b"\n\n"
+    cut = event.index(b"tool_calls") + 3
+    async with scoring_for(LaneJudge(), tmp_path, CONFIG) as scoring:
+        judgement, _ = judgement_of(scoring, "run-5")
+        for sentence in SENTENCES[:3]:
+            judgement.feed(chunk(sentence))
+        judgement.feed(event[:cut])
+        judgement.feed(event[cut:])
+        assert judgement.tool_hold.at == 3  # held from that frame on
+        for sentence in SENTENCES[3:]:
+            judgement.feed(chunk(sentence))
+        judgement.feed(DONE)
+        judgement.end()
+        outcome = await judgement.outcome()
+    assert outcome.status == "scored"
+    assert judgement.tool_hold.at == 3
+    assert judgement.released <= 3  # nothing of the call went out before its judgement
