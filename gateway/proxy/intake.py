@@ -51,6 +51,7 @@ class Intake:
     request: Request
     state: CallState
     key: KeySettings | None
+    key_name: str | None  # the key's name, None in open mode
     policy_name: str
     policy: Policy
     mode: Mode | None = None
@@ -66,13 +67,9 @@ class Intake:
         if api is not None:
             state.api = api
         key = gateway.auth.check(request.headers)
-        state.key_name = key.name if key else None
+        state.key_name = key_name = key.name if key else None
         policy_name, policy = gateway.settings.policy_for(key)
-        return cls(gateway, request, state, key, policy_name, policy)
-
-    @property
-    def key_name(self) -> str | None:
-        return self.key.name if self.key else None
+        return cls(gateway, request, state, key, key_name, policy_name, policy)
 
     async def body(self) -> bytes:
         """The request body, refused (413) past `server.max_body_bytes`."""
