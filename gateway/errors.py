@@ -112,7 +112,20 @@ class UnscoredPathRefused(GatewayError):
 
 
 class JudgeFailureBlocked(GatewayError):
-    pass
+    """A judge failure where the policy blocks what it could not score. One for a proxied
+    answer names its `run_id` and `error_type` (the envelope's `bias`)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        run_id: str | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        super().__init__(message, param=param)
+        self.run_id = run_id
+        self.error_type = error_type
 
 
 class StoreUnavailable(GatewayError):
@@ -181,6 +194,8 @@ def error_details(exc: GatewayError) -> dict[str, Any]:
     """Fields an error's envelope carries beyond message, type, param and code."""
     if isinstance(exc, UnscoredPathRefused):
         return {"bias": {"path": exc.path, "policy": exc.policy, "setting": "unscored_paths"}}
+    if isinstance(exc, JudgeFailureBlocked) and exc.run_id is not None:
+        return {"bias": {"run_id": exc.run_id, "error_type": exc.error_type}}
     return {}
 
 

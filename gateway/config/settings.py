@@ -119,6 +119,24 @@ class Settings(Model):
         ]
         return [*self.keys, *generated]
 
+    def policy_for(self, key: KeySettings | None) -> tuple[str, Policy]:
+        """The name and policy a request follows: its key's, else `default_policy` (open
+        mode, no key).
+
+        >>> Settings().policy_for(None)[0]
+        'default'
+        """
+        name = key.policy if key is not None else self.default_policy
+        return name, self.policies[name]
+
+    def key_weight(self, name: str | None) -> float:
+        """A key's share of the judge beside other keys (`keys[].weight`); 1 for a key of
+        `api_keys`, an unknown name, or none (open mode)."""
+        for key in self.keys:
+            if key.name == name:
+                return key.weight
+        return 1.0
+
     def old_keys(self) -> list[OldKey]:
         """The keys this config gave in their old places, with the names to write instead."""
         found = [

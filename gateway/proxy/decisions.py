@@ -21,7 +21,13 @@ from typing import Any, Literal, TypeVar
 
 from gateway.config import Policy
 from gateway.domain import SkipReason
-from gateway.errors import GatewayError, error_details, status_of, unreadable_error
+from gateway.errors import (
+    GatewayError,
+    JudgeFailureBlocked,
+    error_details,
+    status_of,
+    unreadable_error,
+)
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.policy import block_reason, verdict_for
 
@@ -80,13 +86,12 @@ def decide(outcome: Outcome, policy: Policy, *, enforce: bool) -> Decision:
     if outcome.status == "skipped" and outcome.status_reason == "unreadable":
         return Refusal.of(unreadable_error())
     if outcome.status == "error" and policy.on_judge_error == "block":
-        return Refusal(
-            503,
-            "bias_judge_error",
-            "bias_judge_unavailable",
+        failed = JudgeFailureBlocked(
             "The bias judge failed and the policy blocks unscored responses.",
-            bias={"run_id": outcome.run_id, "error_type": outcome.status_reason},
+            run_id=outcome.run_id,
+            error_type=outcome.status_reason,
         )
+        return Refusal.of(failed)
     if outcome.verdict == "block":
         if policy.block_action == "replace":
             return REPLACE

@@ -23,13 +23,12 @@ from typing import Any
 
 from starlette.requests import Request
 
-from gateway.config import KeySettings, Policy
+from gateway.config import Policy
 from gateway.domain import Api, Mode
 from gateway.errors import BadRequest
-from gateway.observability.access import CallState, call_state
-from gateway.proxy.intake import read_body
+from gateway.observability.access import CallState
+from gateway.proxy.intake import Intake, gateway_of
 from gateway.proxy.surfaces.base import parse_object
-from gateway.runtime.quotas import KeyQuota
 from gateway.runtime.resources import Gateway
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.request import ScoreRequest
@@ -46,36 +45,33 @@ MAX_TEXTS = 64
 class DirectCall:
     """One request that hands the gateway texts to judge, from its key to its records."""
 
-    gateway: Gateway
-    state: CallState
-    key: KeySettings | None
+    intake: Intake
     body: dict[str, Any]
     api: Api
-    quota: KeyQuota | None = None
 
     @classmethod
     async def begin(cls, request: Request, api: Api) -> DirectCall:
         """Check the key, read the body (a JSON object) and take the key's place."""
-        gateway: Gateway = request.app.state.gateway
-        state = call_state(request.scope)
-        state.api = api
-        key = gateway.auth.check(request.headers)
-        state.key_name = key.name if key else None
-        body = parse_object(await read_body(request, gateway.settings.server.max_body_bytes))
-        call = cls(gateway, state, key, body, api)
-        call.quota = gateway.quotas.admit(key)
-        return call
+        intake = Intake.open(gateway_of(request), request, api=api)
+        body = parse_object(await intake.body())
+        intake.admit()
+        return cls(intake, body, api)
+
+    @property
+    def gateway(self) -> Gateway:
+        return self.intake.gateway
+
+    @property
+    def state(self) -> CallState:
+        return self.intake.state
 
     def release(self) -> None:
-        if self.quota is not None:
-            self.quota.release()
+        self.intake.release()
 
     @property
     def own_policy(self) -> str:
         """The name of the policy the caller's key follows."""
-        name = self.key.policy if self.key else self.gateway.settings.default_policy
-        assert name is not None
-        return name
+        return self.intake.policy_name
 
     def job(self, policy_name: str, mode: Mode, model: str | None) -> ScoreRequest:
         policy: Policy = self.gateway.settings.policies[policy_name]
@@ -86,7 +82,7 @@ class DirectCall:
             mode=mode,
             model=model,
             api=self.api,
-            key_name=self.key.name if self.key else None,
+            key_name=self.intake.key_name,
             request_id=self.state.request_id,
         )
 

@@ -19,14 +19,11 @@ from gateway.errors import (
     UnscoredPathRefused,
     UpstreamError,
 )
-from gateway.observability.access import call_state
 from gateway.proxy.decisions import Refusal, skip_headers
 from gateway.proxy.event_stream import SSEResponse
-from gateway.proxy.intake import read_body, resolve_mode
+from gateway.proxy.intake import Intake, gateway_of
 from gateway.proxy.paths import anthropic_path, carries_no_text, owned_methods
 from gateway.proxy.surfaces import Messages
-from gateway.runtime.quotas import KeyQuota
-from gateway.runtime.resources import Gateway
 
 __all__ = ["forwarded_url", "list_models", "passthrough"]
 
@@ -70,14 +67,9 @@ def forwarded_url(base_url: str, scope: Scope, *, keep_v1: bool = False) -> URL:
     return url
 
 
-def _gateway(request: Request) -> Gateway:
-    gateway: Gateway = request.app.state.gateway
-    return gateway
-
-
 async def list_models(request: Request) -> Response:
     """The configured aliases, merged with the default upstream's list when it answers."""
-    gateway = _gateway(request)
+    gateway = gateway_of(request)
     gateway.auth.check(request.headers)
     models: dict[str, dict[str, Any]] = {
         alias: {"id": alias, "object": "model", "created": 0, "owned_by": "bias-gateway"}
@@ -122,7 +114,7 @@ async def passthrough(request: Request) -> Response:
 
 
 async def _passthrough(request: Request) -> Response:
-    gateway = _gateway(request)
+    gateway = gateway_of(request)
     path, method = request.url.path, request.method
     allowed = owned_methods(path)
     if allowed is not None:
@@ -132,41 +124,36 @@ async def _passthrough(request: Request) -> Response:
         )
     if path.startswith("/v1/bias/"):
         raise NotFound(f"No such gateway endpoint: {path}.")
-    key = gateway.auth.check(request.headers)
-    call_state(request.scope).key_name = key.name if key else None
-    policy_name = key.policy if key else gateway.settings.default_policy
-    policy = gateway.settings.policies[policy_name]
+    intake = Intake.open(gateway, request)
     reason: SkipReason = "no_model_text"
     if not carries_no_text(method, path):
         reason = "unscored_path"
-        mode = resolve_mode(policy, request.headers.get("x-bias-mode"))
-        if mode == "enforce" and policy.unscored_paths == "refuse":
+        mode = intake.resolve_mode()
+        if mode == "enforce" and intake.policy.unscored_paths == "refuse":
             raise UnscoredPathRefused(
                 f"{method} {path} is not scored by this gateway, and policy"
-                f" `{policy_name}` enforces, so it is refused: an enforcing gateway never"
-                " returns model text it did not score. Set `unscored_paths: allow` in the"
-                " policy to pass such calls through unscored.",
+                f" `{intake.policy_name}` enforces, so it is refused: an enforcing gateway"
+                " never returns model text it did not score. Set `unscored_paths: allow` in"
+                " the policy to pass such calls through unscored.",
                 path=path,
-                policy=policy_name,
+                policy=intake.policy_name,
             )
         gateway.metrics.skipped.labels(reason).inc()
-    quota = gateway.quotas.admit(key)
+    intake.admit()
     try:
-        response = await _forward(gateway, request, reason, quota)
+        response = await _forward(intake, reason)
     except BaseException:
-        if quota is not None:
-            quota.release()
+        intake.release()
         raise
     return response
 
 
-async def _forward(
-    gateway: Gateway, request: Request, reason: SkipReason, quota: KeyQuota | None
-) -> Response:
-    """Send the call upstream and stream its answer back; the key's place (`quota`) is
-    given back once the answer is read, or once a streamed one ends."""
+async def _forward(intake: Intake, reason: SkipReason) -> Response:
+    """Send the call upstream and stream its answer back; the key's place (`intake.quota`)
+    is given back once the answer is read, or once a streamed one ends."""
+    gateway, request = intake.gateway, intake.request
     path, method = request.url.path, request.method
-    body = await read_body(request, gateway.settings.server.max_body_bytes)
+    body = await intake.body()
     anthropic = anthropic_path(path)
     target = gateway.router.anthropic if anthropic else gateway.router.default
     headers = {
@@ -189,13 +176,11 @@ async def _forward(
     )
     headers = {**answer.headers, **skip_headers(reason)}
     if answer.chunks is None:
-        if quota is not None:
-            quota.release()
+        intake.release()
         return Response(answer.body, answer.status, headers=headers)
 
     async def close(disconnected: bool) -> None:
         await answer.aclose()
-        if quota is not None:
-            quota.release()
+        intake.release()
 
     return SSEResponse(answer.chunks, headers=headers, on_close=close, status_code=answer.status)

@@ -15,14 +15,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from gateway.config import KeySettings
 from gateway.errors import BadRequest, GatewayError
-from gateway.observability.access import call_state
 from gateway.proxy.call import ScoredCall
 from gateway.proxy.decisions import Refusal
 from gateway.proxy.deliveries import deliver
 from gateway.proxy.exchange import UpstreamCall
-from gateway.proxy.intake import read_body, resolve_mode
+from gateway.proxy.intake import Intake, gateway_of
 from gateway.proxy.surfaces import Surface
 from gateway.runtime.resources import Gateway
 from gateway.scoring.request import ScoreRequest
@@ -40,7 +38,7 @@ class ScoredEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
-        gateway: Gateway = request.app.state.gateway
+        gateway = gateway_of(request)
         try:
             call = await self._begin(gateway, request)
         except GatewayError as exc:
@@ -74,37 +72,36 @@ class ScoredEndpoint:
         )
 
     async def _begin(self, gateway: Gateway, request: Request) -> ScoredCall:
-        settings = gateway.settings
-        state = call_state(request.scope)
-        state.api = self.surface.name
-        key: KeySettings | None = gateway.auth.check(request.headers)
-        state.key_name = key.name if key else None
-        parsed = self.surface.parse(await read_body(request, settings.server.max_body_bytes))
+        intake = Intake.open(gateway, request, api=self.surface.name)
+        state = intake.state
+        parsed = self.surface.parse(await intake.body())
         state.model, state.stream = parsed.model, parsed.stream
         target = self._target(gateway, parsed.model)
-        policy_name = key.policy if key else settings.default_policy
-        policy = settings.policies[policy_name]
-        mode = resolve_mode(policy, request.headers.get("x-bias-mode"))
+        mode = intake.resolve_mode()
         # Last of what may refuse the request, so that a place it takes is never lost.
-        quota = gateway.quotas.admit(key)
-        sampled = mode != "off" and gateway.samplers[policy_name].take()
+        quota = intake.admit()
+        sampled = intake.sample()
         job = ScoreRequest(
             # Only a scored response needs a run id; skipping uuid4() keeps it off the plain path.
             run_id=str(uuid.uuid4()) if sampled else "",
-            policy=policy,
-            policy_name=policy_name,
+            policy=intake.policy,
+            policy_name=intake.policy_name,
             mode=mode,
             model=parsed.model,
             api=self.surface.name,
-            key_name=key.name if key else None,
+            key_name=intake.key_name,
             stream=parsed.stream,
             request_id=state.request_id,
             prompt=(
-                self.surface.prompt_text(parsed.body) if settings.store.capture_content else None
+                self.surface.prompt_text(parsed.body)
+                if gateway.settings.store.capture_content
+                else None
             ),
         )
         call = UpstreamCall(gateway, request, state, self.surface, parsed, target)
-        return ScoredCall(gateway, state, self.surface, parsed, policy, mode, job, call, quota)
+        return ScoredCall(
+            gateway, state, self.surface, parsed, intake.policy, mode, job, call, quota
+        )
 
     def _target(self, gateway: Gateway, model: str) -> Target:
         if self.surface.upstream_path == "/v1/messages":

@@ -8,6 +8,15 @@ of picks while the same keys wait, each key's share is its weight over the sum
 of the waiting keys' weights, and its turns are spread out rather than bunched.
 A key whose line empties leaves with its credit forgotten, so an idle key
 saves up no turns for later.
+
+Why not the judge limiter's turns (`guard.limits.lanes._Keys`, stride
+scheduling), which share out the same weights: the two orders differ on the
+first picks and on ties, and each is what its tests pin. Smooth round robin
+serves the heavier key first and spreads its turns ("aab" for weights 3 and 1,
+`test_turns_are_spread_out_not_bunched` and the doctest below); stride serves
+the oldest key on a tie and alternates from the first pick ("ab"). The
+limiter keeps stride for a reason of its own, said there. The weights are the
+same either way: `Settings.key_weight`, read here through `Scoring.weight`.
 """
 
 from __future__ import annotations

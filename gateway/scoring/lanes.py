@@ -21,10 +21,7 @@ __all__ = ["awaited", "enforcing", "explaining", "monitoring", "observe_limiter"
 
 
 def _weight(request: ScoreRequest, settings: Settings) -> float:
-    for key in settings.keys:
-        if key.name == request.key_name:
-            return key.weight
-    return 1.0
+    return settings.key_weight(request.key_name)
 
 
 def enforcing(request: ScoreRequest, settings: Settings) -> contextlib.AbstractContextManager[None]:

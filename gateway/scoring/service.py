@@ -133,7 +133,8 @@ class Scoring:
         self.max_text_chars = judge.max_text_chars
         self.reason: ReasonMode = judge.explanations.mode
         self.reason_for = judge.explanations.scope
-        self.weights = {key.name: key.weight for key in settings.all_keys()}
+        # `Settings.key_weight` per key, kept: the queue reads each waiting key's per pop.
+        self.weights = {key.name: settings.key_weight(key.name) for key in settings.keys}
         if scorer is not self.judging.scorer:
             self.judging = self.judging.with_scorer(scorer, batch=BatchPlan.of(judge))
         self.recorder.scale = scorer.scale

@@ -41,6 +41,17 @@ DEFAULT_RESERVED: Mapping[Lane, float] = {Lane.MONITOR: 0.2, Lane.EXPLAIN: 0.05}
 class _Keys(Generic[T]):
     """One lane's waiters, a queue per key, served by weighted turns."""
 
+    # Stride scheduling, not the smooth weighted round robin of the gateway's monitor
+    # queue (`gateway.scoring.fairness.FairQueue`). A scoring's judge calls come one
+    # after another, so the line of a key with few scorings running empties between
+    # them; a pass outlives an empty line (a key rejoins at `max(its pass, now)`), so
+    # such a key keeps its place in the rotation, where round robin forgets a key's
+    # credit once its line empties. The orders also differ on ties and first picks
+    # (stride: the oldest key, then alternating), which
+    # `test_within_the_enforce_lane_keys_take_turns_by_weight` pins. The weight comes
+    # with each call (`Caller.weight`; the gateway sets it from `keys[].weight`), since
+    # guard reads no configuration.
+
     def __init__(self) -> None:
         self.waiting: dict[str, deque[T]] = {}
         self.passes: dict[str, float] = {}

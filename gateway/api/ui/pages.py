@@ -209,7 +209,7 @@ async def whatif(request: Request) -> Response:
         return _to_login(request)
     settings = gateway.settings
     # The form starts at the thresholds the viewer's requests are decided with today.
-    policy = settings.policies[viewer.key.policy if viewer.key else settings.default_policy]
+    _, policy = settings.policy_for(viewer.key)
     params = {name: value for name, value in request.query_params.items() if value != ""}
     params.setdefault("flag", f"{policy.flag_threshold:g}")
     params.setdefault("block", f"{policy.block_threshold:g}")
