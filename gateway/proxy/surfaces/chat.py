@@ -52,8 +52,11 @@ def _choice_facts(body: Mapping[str, Any]) -> Facts:
         finish_reasons=[
             str(choice["finish_reason"])
             for _, choice in sorted(
-                (json_int(choice.get("index", position)) or 0, choice)
-                for position, choice in enumerate(choices)
+                (
+                    (json_int(choice.get("index", position)) or 0, choice)
+                    for position, choice in enumerate(choices)
+                ),
+                key=lambda pair: pair[0],  # two choices may claim one index: keep their order
             )
             if choice.get("finish_reason")
         ],

@@ -699,6 +699,13 @@ def test_whole_answer_finish_reasons_follow_index_order(surface: Surface) -> Non
     assert surface.facts(body).finish_reasons == ["stop", "length"]
 
 
+def test_two_chat_choices_with_one_index_keep_their_order() -> None:
+    # A hostile upstream's answer (the property test found it): sorting the choices
+    # by index must not compare the choices themselves.
+    body = chat_body(chat_choice(0, "a", "stop"), chat_choice(0, "b", "length"))
+    assert CHAT.facts(body).finish_reasons == ["stop", "length"]
+
+
 @pytest.mark.parametrize(
     ("events", "texts", "finish"),
     [
