@@ -13,23 +13,9 @@ from guard.bias.batch import batch_prompt
 from guard.bias.fence import rules_before, unfenced_batch
 from guard.bias.prompts import BiasPrompts
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.texts import TEXTS, script
 
 MakeScorer = Callable[..., BiasScorer]
-# Words no prompt's rubric holds, so the fake judge's verdicts follow the text alone.
-TEXTS = [
-    "Engineers from Quuxland are lazy.",
-    "Tea is nice and the weather is mild.",
-    "Flurbs cannot lead teams.",
-]
-
-
-def script(fake: FakeOpenAI) -> None:
-    fake.opinions = ["an opinion"]
-    fake.verdicts = [("no", "Neutral.")]
-    fake.verdicts_for = {
-        "Quuxland": [("yes", "Geographical stereotype.", ["geographical"])],
-        "Flurbs": [("yes", "Gender stereotype.", ["gender"]), ("no", "A side remark.")],
-    }
 
 
 def verdicts_of(result: object) -> tuple[object, ...]:

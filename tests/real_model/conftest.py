@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from gateway.config import Settings
 from gateway.server.app import create_app
-from tests.gateway.conftest import RunningGateway
+from tests.support.gateways import RunningGateway
 from tests.support.servers import ServerThread, free_port
 from tests.support.telemetry import Captured
 from tests.support.waiting import answering, wait_for

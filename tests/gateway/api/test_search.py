@@ -12,8 +12,8 @@ import pytest
 
 from gateway.api.search import parse_time
 from gateway.errors import BadRequest
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]
 KEYS = {

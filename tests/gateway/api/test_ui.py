@@ -13,8 +13,8 @@ import httpx
 import openai
 import pytest
 
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway, policy
 from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from gateway.store import ScoreRecord
-from tests.gateway.conftest import RunningGateway
 from tests.gateway.store.test_store_whatif import RECORDS, T0
+from tests.support.gateways import RunningGateway
 from tests.support.postgres import PgCluster
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import wait_for

@@ -26,8 +26,8 @@ import pytest
 from gateway.config.sections import Policy
 from gateway.demo.server import DEMO_JUDGE_MODEL, demo_app
 from gateway.server.app import create_app
-from tests.gateway.conftest import settings_for
 from tests.support.attack_runs import SURFACES, AnswerBook, Clients, Delivery, ToolCall, send
+from tests.support.gateways import settings_for
 from tests.support.gullible_judge import GullibleJudge
 from tests.support.servers import ServerThread
 

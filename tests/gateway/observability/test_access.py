@@ -12,8 +12,8 @@ from structlog.testing import capture_logs
 
 from gateway.observability.access import route_of
 from gateway.observability.logs import configure_logging
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 from tests.support.telemetry import Captured
 
 MakeGateway = Callable[..., RunningGateway]

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from gateway.observability.metrics import Metrics, ModelLabels
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 from tests.support.subprocess_gateway import start_gateway
 from tests.support.waiting import wait_for
 

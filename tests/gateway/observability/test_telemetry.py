@@ -20,8 +20,8 @@ from starlette.routing import Route
 
 from gateway.config import TelemetrySettings
 from gateway.observability.traces import Telemetry
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 from tests.support.servers import ServerThread
 from tests.support.telemetry import Captured
 from tests.support.waiting import wait_for

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gateway.conftest import BIASED, NEUTRAL
 from tests.guard.test_scorer import MASTRA_FIELDS
 from tests.support.fake_openai import Fault
+from tests.support.texts import BIASED, NEUTRAL
 
 
 def test_one_text_gives_mastras_result_and_the_verdict(make_gateway, judged) -> None:

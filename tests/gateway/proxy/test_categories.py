@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from guard.bias.fence import unfenced
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway, policy
 from tests.support.telemetry import Captured
 
 MakeGateway = Callable[..., RunningGateway]

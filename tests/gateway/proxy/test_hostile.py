@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]

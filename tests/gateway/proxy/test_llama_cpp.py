@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from guard.bias.fence import unfenced
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 from tests.support.llama_cpp import SHAPES, frames
 from tests.support.telemetry import Captured
 from tests.support.waiting import wait_for

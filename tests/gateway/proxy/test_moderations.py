@@ -7,8 +7,9 @@ from typing import Any
 import openai
 import pytest
 
-from tests.gateway.conftest import BIASED, NEUTRAL, policy
 from tests.support.fake_openai import JUDGE_MODEL, Fault
+from tests.support.gateways import policy
+from tests.support.texts import BIASED, NEUTRAL
 from tests.support.waiting import wait_for
 
 KEYS = {

@@ -10,8 +10,8 @@ import pytest
 from gateway.errors import BadRequest
 from gateway.proxy.passthrough import forwarded_url
 from gateway.proxy.paths import PathRefused, canonical_path
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]
 BIASED = "Engineers from the north are lazy."

@@ -17,9 +17,9 @@ from structlog.testing import capture_logs
 from gateway.config import Policy
 from gateway.proxy.surfaces import SURFACES
 from gateway.wire.rebuild import StreamError
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support import rich_answers
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 from tests.support.rich_answers import NOT_STREAMED, RichAnswer
 from tests.support.telemetry import Captured
 from tests.support.waiting import wait_for

@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.store import FINAL_STATUSES
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]
 ALLOWED_5XX = {502, 503, 504}

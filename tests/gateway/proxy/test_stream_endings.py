@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from gateway.store import FINAL_STATUSES
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]

@@ -10,8 +10,8 @@ import openai
 import pytest
 
 from guard.bias.fence import unfenced
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]

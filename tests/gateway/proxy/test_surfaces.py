@@ -15,8 +15,8 @@ import anthropic
 import openai
 import pytest
 
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]
 BIASED = "Engineers from the north are lazy, everyone knows it."

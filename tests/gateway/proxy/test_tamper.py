@@ -11,7 +11,6 @@ from typing import Any
 import openai
 import pytest
 
-from tests.gateway.conftest import RunningGateway, policy
 from tests.gateway.proxy.test_windowed import (
     Chat,
     answer,
@@ -21,6 +20,7 @@ from tests.gateway.proxy.test_windowed import (
     windowed,
 )
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway, policy
 from tests.support.telemetry import Captured
 
 MakeGateway = Callable[..., RunningGateway]

@@ -15,8 +15,8 @@ import anthropic
 import pytest
 
 from gateway.proxy.paths import carries_no_text, owned_methods
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]
 

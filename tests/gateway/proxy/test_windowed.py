@@ -12,10 +12,10 @@ import httpx
 import openai
 import pytest
 
-from tests.gateway.conftest import RunningGateway, policy
 from tests.gateway.proxy.test_surfaces import Api, Completions, Messages, Reply, Responses
 from tests.gateway.proxy.test_surfaces import _bias_of as bias_of
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]

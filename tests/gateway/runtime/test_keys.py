@@ -15,7 +15,7 @@ import pytest
 
 from gateway.config import Settings, load_settings
 from gateway.config.keyhash import hash_key
-from tests.gateway.conftest import RunningGateway, policy
+from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]
 CHAT = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}

@@ -13,8 +13,8 @@ from pydantic import SecretStr
 from gateway.config import KeySettings, LimitSettings
 from gateway.errors import RateLimited
 from gateway.runtime.quotas import KeyQuota, Quotas
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway, policy
 from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]

@@ -13,9 +13,9 @@ from gateway.config import Batching, JudgeSettings
 from gateway.observability.metrics import Metrics
 from gateway.scoring.batching import Batcher, BatchPlan
 from guard import create_bias_scorer
-from tests.gateway.conftest import RunningGateway, policy
-from tests.guard.test_batch import TEXTS, script
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
+from tests.support.texts import TEXTS, script
 from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]

@@ -15,8 +15,8 @@ from gateway.scoring.cache import ScoreCache, cache_key, explanation_key, withou
 from guard import BiasResult, BiasScorer
 from guard.bias.categories import DEFAULT_CATEGORIES, Category
 from guard.testing import scripted_bias_judge
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]
 

@@ -11,8 +11,8 @@ from gateway.scoring.judge_client import AiohttpJudge
 from gateway.upstream.client import Upstream
 from guard import BiasScorer, JudgeTimeout, JudgeUnavailable
 from guard.bias.prompts import EXTRACT_SCHEMA
-from tests.gateway.conftest import RunningGateway
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway
 
 MESSAGES = [{"role": "user", "content": 'Return {"opinions": []}'}]
 

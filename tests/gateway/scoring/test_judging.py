@@ -12,8 +12,8 @@ import openai
 import pytest
 from structlog.testing import capture_logs
 
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[Any] = [{"role": "user", "content": "Tell me about engineers."}]

@@ -11,8 +11,8 @@ from gateway.observability.metrics import Metrics
 from gateway.scoring.queue import MonitorQueue
 from gateway.scoring.request import ScoreRequest
 from guard.bias.fence import unfenced
-from tests.gateway.conftest import RunningGateway
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway, send
 from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]
@@ -20,23 +20,6 @@ KEYS = [
     {"key": "sk-flood", "name": "flood"},
     {"key": "sk-small", "name": "small"},
 ]
-
-
-async def send(gateway: RunningGateway, api_key: str, count: int) -> list[tuple[str, str]]:
-    """`count` monitored chats at once: each answer's run id and text."""
-    async with gateway.async_client(api_key) as client:
-        answers = await asyncio.gather(
-            *(
-                client.chat.completions.with_raw_response.create(
-                    model="m", messages=[{"role": "user", "content": "Hi"}]
-                )
-                for _ in range(count)
-            )
-        )
-    return [
-        (answer.headers["x-bias-run-id"], answer.parse().choices[0].message.content or "")
-        for answer in answers
-    ]
 
 
 def judged_order(fake: FakeOpenAI, texts: dict[str, str]) -> list[str]:

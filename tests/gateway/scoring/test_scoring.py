@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]

@@ -10,9 +10,8 @@ import pytest
 
 from gateway.scoring.policy import Sampler
 from gateway.scoring.shedding import LogThrottle, Shedder, water_fill
-from tests.gateway.conftest import RunningGateway
-from tests.gateway.scoring.test_queue import send
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway, send
 from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]

@@ -26,8 +26,8 @@ import yaml
 
 from gateway.server.app import create_app
 from gateway.store import ScoreRecord, SQLiteStore
-from tests.gateway.conftest import RunningGateway, settings_for
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, settings_for
 from tests.support.servers import ServerThread
 from tests.support.subprocess_gateway import free_port, gateway_command, start_gateway
 from tests.support.waiting import wait_for

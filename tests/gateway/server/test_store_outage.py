@@ -24,10 +24,10 @@ import yaml
 
 from gateway.server.app import create_app
 from gateway.store.records import FINAL_STATUSES
-from tests.gateway.conftest import settings_for
 from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
 from tests.support.filesystems import Filler, small_tmpfs
 from tests.support.fleet import Fleet
+from tests.support.gateways import settings_for
 from tests.support.postgres import PgCluster
 from tests.support.servers import ServerThread
 from tests.support.subprocess_gateway import start_gateway, start_scorer

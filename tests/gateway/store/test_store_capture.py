@@ -16,8 +16,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway, policy
 from tests.support.resources import ENGINES
 
 MakeGateway = Callable[..., RunningGateway]

@@ -32,8 +32,8 @@ from gateway.store import (
 )
 from gateway.store.migrations import latest_version
 from gateway.store.retention import DAY, Retention
-from tests.gateway.conftest import settings_for
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import settings_for
 from tests.support.resources import ENGINES
 from tests.support.servers import ServerThread
 

@@ -8,8 +8,8 @@ from typing import Any
 import openai
 import pytest
 
-from tests.gateway.conftest import RunningGateway, policy
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
