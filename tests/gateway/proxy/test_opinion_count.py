@@ -11,10 +11,10 @@ from typing import Any
 import openai
 import pytest
 
-from tests.gateway.proxy.test_surfaces import _bias_of as bias_of
-from tests.gateway.proxy.test_windowed import answer
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway, policy
+from tests.support.streams import answer
+from tests.support.surfaces import bias_of
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[Any] = [{"role": "user", "content": "Tell me about engineers."}]

@@ -20,11 +20,11 @@ from gateway.proxy.surfaces.chat import ChatCompletions
 from gateway.proxy.surfaces.messages import Messages
 from gateway.proxy.surfaces.responses import Responses
 from gateway.wire.sse import SSEDecoder
-from tests.gateway.proxy.test_windowed import answer
 from tests.support import rich_answers
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway, policy
 from tests.support.rich_answers import RichAnswer, RichChoice
+from tests.support.streams import answer
 
 MakeGateway = Callable[..., RunningGateway]
 BIASED = "I think women are lazy engineers."

@@ -8,67 +8,24 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import openai
 import pytest
 
-from tests.gateway.proxy.test_surfaces import Api, Completions, Messages, Reply, Responses
-from tests.gateway.proxy.test_surfaces import _bias_of as bias_of
 from tests.support.fake_openai import FakeOpenAI, Fault
 from tests.support.gateways import RunningGateway, policy
+from tests.support.streams import (
+    BIASED_SENTENCE,
+    MESSAGES,
+    answer,
+    delivered,
+    neutral,
+    raw_stream,
+    windowed,
+)
+from tests.support.surfaces import Api, Chat, Completions, Messages, Responses, bias_of
 from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
-MESSAGES: list[Any] = [{"role": "user", "content": "Tell me about engineers."}]
-BIASED_SENTENCE = " I think women are lazy engineers."
-
-
-def neutral(n: int) -> str:
-    return f" I think topic {n:02d} matters to every team."
-
-
-def answer(sentences: int, *, biased_at: int | None = None) -> str:
-    """About 45 characters a sentence; `biased_at` puts the biased one at that place."""
-    parts = [neutral(n) for n in range(sentences)]
-    if biased_at is not None:
-        parts[biased_at] = BIASED_SENTENCE
-    return "".join(parts).strip()
-
-
-def windowed(**fields: Any) -> dict[str, Any]:
-    return policy(
-        **{"mode": "enforce", "stream_policy": "windowed", "window_chars": 100, "context_chars": 40}
-        | fields
-    )
-
-
-@pytest.fixture
-def reading_judge(fake_openai: FakeOpenAI) -> FakeOpenAI:
-    fake_openai.read_text = True
-    fake_openai.opinion_words = ["I think"]
-    fake_openai.biased_words = ["lazy"]
-    fake_openai.chunks = 60
-    return fake_openai
-
-
-class Chat(Api):
-    name, path = "chat.completions", "/v1/chat/completions"
-    stream_error = openai.APIError
-
-    def stream(self, gateway: RunningGateway) -> Reply:
-        raw = gateway.client().chat.completions.with_raw_response.create(
-            model="m", messages=MESSAGES, stream=True
-        )
-        parts, finish, last = [], None, None
-        for chunk in raw.parse():
-            for choice in chunk.choices:
-                parts.append(choice.delta.content or "")
-                finish = choice.finish_reason or finish
-            last = chunk
-        return Reply("".join(parts), raw.headers, finish, last)
-
-    def http_body(self, stream: bool = False) -> dict[str, Any]:
-        return {"model": "m", "messages": MESSAGES, "stream": stream}
 
 
 SURFACES = [Chat(), Responses(), Completions(), Messages()]
@@ -80,36 +37,11 @@ def api(request: pytest.FixtureRequest) -> Api:
     return surface
 
 
-def delivered(received: bytes) -> str:
-    """The answer's text a client read from a stream's bytes, every API's deltas joined
-    (a word split across two events is found whole here, unlike in the bytes)."""
-    pieces = []
-    for line in received.decode().splitlines():
-        if not line.startswith("data: ") or line == "data: [DONE]":
-            continue
-        event = json.loads(line[len("data: ") :])
-        for choice in event.get("choices") or []:
-            pieces.append((choice.get("delta") or {}).get("content") or choice.get("text") or "")
-        if event.get("type") == "response.output_text.delta":
-            pieces.append(event["delta"])
-        if event.get("type") == "content_block_delta":
-            pieces.append(event["delta"].get("text") or "")
-    return "".join(pieces)
-
-
 def test_delivered_reads_a_word_split_across_events() -> None:
     chunks = [{"choices": [{"index": 0, "delta": {"content": part}}]} for part in ("la", "zy")]
     received = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks).encode()
     assert b"lazy" not in received
     assert delivered(received) == "lazy"
-
-
-def raw_stream(gateway: RunningGateway, api: Api) -> tuple[bytes, httpx.Headers]:
-    with (
-        gateway.http() as http,
-        http.stream("POST", api.path, json=api.http_body(stream=True)) as response,
-    ):
-        return b"".join(response.iter_raw()), response.headers
 
 
 def test_a_passing_answer_reaches_every_sdk_window_by_window(
