@@ -15,14 +15,13 @@ from tests.support.fake_openai import FakeOpenAI, Fault
 from tests.support.gateways import RunningGateway, policy
 from tests.support.streams import (
     BIASED_SENTENCE,
-    MESSAGES,
     answer,
     delivered,
     neutral,
     raw_stream,
     windowed,
 )
-from tests.support.surfaces import Api, Chat, Completions, Messages, Responses, bias_of
+from tests.support.surfaces import MESSAGES, Api, Chat, Completions, Messages, Responses, bias_of
 from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
