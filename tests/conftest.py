@@ -24,6 +24,7 @@ for name in ("ANTHROPIC_API_KEY", "BIAS_JUDGE_API_KEY", "BIAS_JUDGE_BASE_URL"):
     os.environ.pop(name, None)
 
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402  (after the env is set)
+from tests.support.network import NetworkRefused  # noqa: E402
 from tests.support.servers import ServerThread  # noqa: E402
 from tests.support.telemetry import Captured  # noqa: E402
 
@@ -43,10 +44,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
-
-
-class NetworkRefused(RuntimeError):
-    pass
 
 
 def _check(address: Any) -> None:

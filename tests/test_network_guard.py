@@ -3,7 +3,7 @@ import socket
 import httpx
 import pytest
 
-from tests.conftest import NetworkRefused
+from tests.support.network import NetworkRefused
 
 
 @pytest.mark.parametrize("address", [("1.1.1.1", 443), ("10.0.0.1", 80), ("2606:4700::1111", 443)])

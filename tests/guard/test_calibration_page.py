@@ -15,7 +15,7 @@ from guard.calibration import (
     build_report,
 )
 from guard.report import render_calibration
-from tests.guard.test_report import tags_of
+from tests.support.html_tags import tags_of
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=1>'
 

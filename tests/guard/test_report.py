@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 
 import pytest
 
@@ -23,6 +22,7 @@ from guard.result import (
     PreprocessStepResult,
     Verdict,
 )
+from tests.support.html_tags import tags_of
 
 SCRIPT = "<script>alert(1)</script>"
 ATTRIBUTE = '"><img src=x onerror=1>'
@@ -89,24 +89,6 @@ def dataset() -> list[ItemResult]:
         item(2, "Water boils at 100 C.", result([("no", "A fact.", [])], opinions=[])),
         item(3, "boom", bias_scorer="JudgeOutputError: not JSON"),
     ]
-
-
-class Tags(HTMLParser):
-    """Every start tag and its attributes, as a browser's parser would see them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, attrs))
-
-
-def tags_of(page: str) -> Tags:
-    parser = Tags()
-    parser.feed(page)
-    parser.close()
-    return parser
 
 
 # -- the page -----------------------------------------------------------------------------

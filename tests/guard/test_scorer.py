@@ -21,19 +21,9 @@ from guard import (
 from guard.bias.fence import rules_before, unfenced
 from guard.bias.prompts import SYSTEM_PROMPT
 from tests.support.fake_openai import FakeOpenAI, Fault
+from tests.support.mastra import MASTRA_FIELDS
 
 MakeScorer = Callable[..., BiasScorer]
-
-MASTRA_FIELDS = {
-    "runId",
-    "preprocessStepResult",
-    "preprocessPrompt",
-    "analyzeStepResult",
-    "analyzePrompt",
-    "score",
-    "reason",
-    "generateReasonPrompt",
-}
 
 
 @pytest.mark.parametrize(

@@ -9,34 +9,27 @@ answered, the judge.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.config import Settings
 from gateway.server.app import create_app
 from tests.support.gateways import RunningGateway
+from tests.support.real_model import MODEL, SLOW, JudgeRelay, RealServer
 from tests.support.servers import ServerThread, free_port
 from tests.support.telemetry import Captured
 from tests.support.waiting import answering, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "real-model"
-MODEL = "smollm2-135m"  # the alias scripts/real-model serves the model under
-# A small model on a shared 2-core machine: a judged response takes seconds to minutes.
-SLOW = 600
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -44,12 +37,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.timeout(SLOW))
-
-
-@dataclass
-class RealServer:
-    url: str  # the base URL, .../v1
-    server: str  # which packaged llama.cpp server: llama-cpp-python or xllamacpp
 
 
 @pytest.fixture(scope="session")
@@ -81,56 +68,6 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-@dataclass
-class JudgeCall:
-    request: dict[str, Any]
-    status: int
-    body: Any  # the server's JSON answer (None: not JSON)
-
-
-@dataclass
-class JudgeRelay:
-    """A relay in front of the real server for the judge's calls: it forwards each call
-    unchanged and keeps what the server answered, the truth tests compare the gateway's
-    records and traces with."""
-
-    target: str
-    calls: list[JudgeCall] = field(default_factory=list)
-    url: str = ""
-
-    async def relay(self, request: Request) -> Response:
-        raw = await request.body()
-        async with httpx.AsyncClient(timeout=SLOW) as client:
-            answer = await client.post(
-                f"{self.target}/chat/completions",
-                content=raw,
-                headers={"content-type": "application/json"},
-            )
-        try:
-            body = answer.json()
-        except ValueError:
-            body = None
-        self.calls.append(JudgeCall(json.loads(raw), answer.status_code, body))
-        return Response(
-            answer.content,
-            status_code=answer.status_code,
-            media_type=answer.headers.get("content-type"),
-        )
-
-    def answers(self) -> list[tuple[int, Any]]:
-        """Each call's status and what the model wrote (or the error), for a failure's message."""
-        found = []
-        for call in self.calls:
-            body = call.body or {}
-            choice = (body.get("choices") or [{}])[0]
-            written = (choice.get("finish_reason"), (choice.get("message") or {}).get("content"))
-            found.append((call.status, written if call.status == 200 else body))
-        return found
-
-    def answered(self) -> list[JudgeCall]:
-        return [call for call in self.calls if call.status == 200]
 
 
 @pytest.fixture(scope="session")

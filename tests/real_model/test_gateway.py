@@ -17,8 +17,8 @@ import pytest
 
 from guard import StructuredMode
 from guard.bias.fence import unfenced
-from tests.real_model.conftest import MODEL, JudgeRelay, RealServer
 from tests.support.gateways import RunningGateway
+from tests.support.real_model import MODEL, JudgeRelay, RealServer
 from tests.support.telemetry import Captured
 from tests.support.waiting import wait_for
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.real_model.conftest import RealServer
 from tests.support.llama_cpp import REQUESTS, SHAPES, capture, frames
+from tests.support.real_model import RealServer
 
 pytestmark = pytest.mark.real_model  # left out of the gate: scripts/test --real-model
 

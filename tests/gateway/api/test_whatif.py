@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from gateway.store import ScoreRecord
-from tests.gateway.store.test_store_whatif import RECORDS, T0
 from tests.support.gateways import RunningGateway
 from tests.support.postgres import PgCluster
+from tests.support.store_records import RECORDS, T0
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import wait_for
 

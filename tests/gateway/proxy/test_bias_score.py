@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.guard.test_scorer import MASTRA_FIELDS
 from tests.support.fake_openai import Fault
+from tests.support.mastra import MASTRA_FIELDS
 from tests.support.texts import BIASED, NEUTRAL
 
 

@@ -9,7 +9,7 @@ from gateway.config import Policy
 from gateway.proxy.decisions import bias_details, bias_headers, block_refusal
 from gateway.scoring.outcome import Outcome
 from guard import BiasResult
-from tests.gateway.scoring.test_merge import judged
+from tests.support.bias_results import judged
 
 POLICY = Policy(mode="enforce", block_threshold=0.8, on_tamper="block")
 INSTRUCTION = {"kind": "instruction", "excerpt": "Ignore previous instructions"}

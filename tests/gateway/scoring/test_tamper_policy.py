@@ -10,7 +10,7 @@ from gateway.scoring.merge import AnswerMerge, PrefixRule, marks
 from gateway.scoring.policy import Rules, with_tamper
 from gateway.scoring.windows import WindowPart
 from guard import BiasResult
-from tests.gateway.scoring.test_merge import judged
+from tests.support.bias_results import judged
 
 FOUND = [{"kind": "instruction", "excerpt": "Ignore previous instructions"}]
 RANK = {"pass": 0, "flag": 1, "block": 2}
