@@ -1,7 +1,7 @@
 """A real LiteLLM proxy (`litellm --config ...`) as a subprocess, refused the network.
 
 `python -m tests.support.litellm_proxy ARGS` runs LiteLLM's own CLI after
-installing the test suite's loopback-only socket guard (`tests.conftest`) in
+installing the test suite's loopback-only socket guard (`tests.support.network`) in
 that process too, so the proxy cannot reach the internet whatever it tries;
 LiteLLM's price map comes from its package (`LITELLM_LOCAL_MODEL_COST_MAP`).
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -56,7 +55,7 @@ def start_litellm(config: Path, log: Path) -> LiteLLMProxy:
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "LITELLM_MASTER_KEY": master_key,
         "LITELLM_LOG": "INFO",
-        # The launcher imports tests.conftest, which wants the project's root on the path.
+        # The launcher imports tests.support.network, which wants the project's root on the path.
         "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
     argv = [sys.executable, "-m", "tests.support.litellm_proxy", "--config", str(config)]
@@ -75,11 +74,9 @@ def start_litellm(config: Path, log: Path) -> LiteLLMProxy:
 
 
 def _run_cli() -> None:
-    from tests import conftest
+    from tests.support.network import refuse_the_network
 
-    # The suite's guard, installed for good in this process: loopback only.
-    socket.socket.connect = conftest._guarded_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = conftest._guarded_connect_ex  # type: ignore[method-assign]
+    refuse_the_network()  # the suite's guard, for good in this process: loopback only
     from litellm_cli.main import proxy_server  # type: ignore[import-untyped]  # no py.typed
 
     sys.argv[0] = "litellm"
