@@ -22,7 +22,7 @@ def test_a_server_that_exited_fails_the_wait_at_once_with_its_output() -> None:
 
 
 def test_a_live_process_waits_until_the_url_answers(fake_openai: FakeOpenAI) -> None:
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    process = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     try:
         assert answering(process, f"{fake_openai.base_url}/models", "x", str)() is True
         assert answering(process, "http://127.0.0.1:9/", "x", str)() is False  # refused

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import httpx
 
-__all__ = ["answering", "eventually", "wait_for"]
+__all__ = ["answering", "eventually", "eventually_async", "wait_for"]
 
 T = TypeVar("T")
 
@@ -53,9 +53,24 @@ async def eventually(
     interval: float = 0.02,
 ) -> T:
     """`wait_for` for async tests: polls without blocking the event loop."""
+
+    async def now() -> T | None:
+        return condition()
+
+    return await eventually_async(now, message, timeout=timeout, interval=interval)
+
+
+async def eventually_async(
+    condition: Callable[[], Awaitable[T | None]],
+    message: Message = "the condition",
+    *,
+    timeout: float = 10,
+    interval: float = 0.02,
+) -> T:
+    """`eventually` for a condition that must be awaited, e.g. a store's read."""
     deadline = time.monotonic() + timeout
     while True:
-        value = condition()
+        value = await condition()
         if value:
             return value
         if time.monotonic() >= deadline:

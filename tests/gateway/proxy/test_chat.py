@@ -258,7 +258,9 @@ def test_a_body_sent_in_pieces_arrives_whole(
     def pieces() -> Iterator[bytes]:
         for start in range(0, len(raw_body), 7):
             yield raw_body[start : start + 7]
-            time.sleep(0.005)  # separate packets, so the server receives several messages
+            # Paces the client, so the pieces go as separate packets and the server receives
+            # several messages; nothing asserted here depends on how long the pause is.
+            time.sleep(0.005)
 
     with gateway.http() as http:
         response = http.post(

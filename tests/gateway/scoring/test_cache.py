@@ -15,8 +15,10 @@ from gateway.scoring.cache import ScoreCache, cache_key, explanation_key, withou
 from guard import BiasResult, BiasScorer
 from guard.bias.categories import DEFAULT_CATEGORIES, Category
 from guard.testing import scripted_bias_judge
+from tests.support.awaitables import ready
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway, policy
+from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]
 
@@ -29,15 +31,19 @@ async def test_identical_texts_are_judged_once() -> None:
     cache = ScoreCache(maxsize=10)
     biased = scorer()
     calls = 0
+    release = asyncio.Event()
 
     async def run() -> BiasResult:
         nonlocal calls
         calls += 1
-        await asyncio.sleep(0.01)
+        await release.wait()  # in flight until the four other lookups wait on it
         return await biased.run(output="same")
 
     key = cache_key(biased, "same")
-    results = await asyncio.gather(*(cache.get_or_run(key, run) for _ in range(5)))
+    lookups = asyncio.gather(*(cache.get_or_run(key, run) for _ in range(5)))
+    await eventually(lambda: cache.hits == 4, lambda: f"4 waiting lookups, not {cache.hits}")
+    release.set()
+    results = await lookups
     again, cached = await cache.get_or_run(key, run)
 
     assert calls == 1  # concurrent lookups shared the one run
@@ -50,8 +56,8 @@ async def test_identical_texts_are_judged_once() -> None:
 async def test_a_hit_returns_the_whole_result_as_it_was_judged() -> None:
     cache = ScoreCache(maxsize=10)
     judged = await scorer(include_reason=True).run(output="a text", run_id="r1")
-    await cache.get_or_run("k", lambda: asyncio.sleep(0, judged))
-    hit, cached = await cache.get_or_run("k", lambda: asyncio.sleep(0, judged))
+    await cache.get_or_run("k", lambda: ready(judged))
+    hit, cached = await cache.get_or_run("k", lambda: ready(judged))
     assert cached is True
     assert hit == judged
     assert hit is not judged  # a fresh copy: a caller's changes never reach the cache
@@ -61,7 +67,7 @@ def test_entries_are_kept_out_of_the_garbage_collectors_sight() -> None:
     # Text, not models: a full collection would otherwise walk every cached result.
     cache = ScoreCache(maxsize=10)
     judged = asyncio.run(scorer().run(output="a text"))
-    asyncio.run(cache.get_or_run("k", lambda: asyncio.sleep(0, judged)))
+    asyncio.run(cache.get_or_run("k", lambda: ready(judged)))
     assert all(not gc.is_tracked(entry) for entry in cache._results.values())
 
 
@@ -162,15 +168,15 @@ def test_cache_reports_each_new_entry_and_preloads_in_order() -> None:
         maxsize=2, on_add=lambda key, entry: added.append((key, entry)), keep_text=True
     )
     judged = asyncio.run(scorer().run(output="x"))
-    asyncio.run(cache.get_or_run("k1", lambda: asyncio.sleep(0, judged)))
-    asyncio.run(cache.get_or_run("k1", lambda: asyncio.sleep(0, judged)))  # a hit adds nothing
+    asyncio.run(cache.get_or_run("k1", lambda: ready(judged)))
+    asyncio.run(cache.get_or_run("k1", lambda: ready(judged)))  # a hit adds nothing
     assert [key for key, _ in added] == ["k1"]
     assert BiasResult.model_validate_json(added[0][1]) == judged
 
     warm = ScoreCache(maxsize=2)
     warm.preload([("old", added[0][1]), ("mid", added[0][1]), ("new", added[0][1])])
     assert len(warm) == 2  # the oldest went first
-    _, old_cached = asyncio.run(warm.get_or_run("old", lambda: asyncio.sleep(0, judged)))
+    _, old_cached = asyncio.run(warm.get_or_run("old", lambda: ready(judged)))
     assert old_cached is False
 
 
@@ -188,8 +194,8 @@ async def test_without_keep_text_what_leaves_holds_the_verdicts_and_no_text() ->
     judged = await biased.run(output="Northerners are lazy. Bridges are long.", run_id="r1")
     judged = judged.model_copy(update={"tamper": [{"kind": "override", "excerpt": "ignore"}]})
     key = cache_key(biased, "Northerners are lazy. Bridges are long.")
-    await cache.get_or_run(key, lambda: asyncio.sleep(0, judged))
-    await cache.get_or_run(explanation_key(key), lambda: asyncio.sleep(0, judged))
+    await cache.get_or_run(key, lambda: ready(judged))
+    await cache.get_or_run(explanation_key(key), lambda: ready(judged))
 
     [(stored_key, entry)] = added  # the explanation's entry stays here
     assert stored_key == key
@@ -205,7 +211,7 @@ async def test_without_keep_text_what_leaves_holds_the_verdicts_and_no_text() ->
     assert len(stored.preprocess_step_result.opinions) == 2
     assert [verdict.result for verdict in stored.analyze_step_result.results] == ["yes", "no"]
     assert (stored.tamper_kinds, stored.reason) == (["override"], None)
-    hit, cached = await cache.get_or_run(key, lambda: asyncio.sleep(0, judged))
+    hit, cached = await cache.get_or_run(key, lambda: ready(judged))
     assert (cached, hit) == (True, judged)  # what this process holds is whole
 
 
@@ -260,19 +266,22 @@ def test_the_persisted_cache_is_bounded_by_cache_size(
 async def test_a_local_miss_asks_the_shared_lookup_first() -> None:
     stored = await scorer().run(output="judged elsewhere")
     asked: list[str] = []
+    release = asyncio.Event()
 
     async def lookup(key: str) -> str | None:
         asked.append(key)
-        await asyncio.sleep(0.01)
+        if key == "known":
+            await release.wait()  # in flight until the second request waits on it
         return stored.model_dump_json() if key == "known" else None
 
     async def run() -> BiasResult:
         return stored.model_copy(update={"score": 0.0})
 
     cache = ScoreCache(10, lookup=lookup)
-    (first, hit), (second, hit_too) = await asyncio.gather(
-        cache.get_or_run("known", run), cache.get_or_run("known", run)
-    )
+    both = asyncio.gather(cache.get_or_run("known", run), cache.get_or_run("known", run))
+    await eventually(lambda: cache.hits == 1, "the second request waiting on the first")
+    release.set()
+    (first, hit), (second, hit_too) = await both
     assert (hit, hit_too) == (True, True)
     assert first.score == second.score == stored.score
     assert asked == ["known"]  # concurrent requests share one lookup

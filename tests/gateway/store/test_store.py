@@ -194,7 +194,9 @@ async def test_submit_never_waits_for_the_database(make_store: MakeStore, tmp_pa
         for i in range(10_000):
             store.submit(record(f"run-{i}"))
         flushed = asyncio.ensure_future(store.flush())
-        await asyncio.sleep(0.1)  # the loop keeps running while the writer waits
+        # Asserts what does not happen: for this while, with the lock held, the flush does
+        # not finish and nothing is committed (the loop keeps running while the writer waits).
+        await asyncio.sleep(0.1)
         assert not flushed.done()
         assert raw_count(path) == 0
         # Readers are not blocked by the writer.

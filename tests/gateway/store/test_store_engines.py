@@ -36,6 +36,7 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateways import settings_for
 from tests.support.resources import ENGINES
 from tests.support.servers import ServerThread
+from tests.support.waiting import eventually_async, wait_for
 
 OpenStore = Callable[..., Awaitable[Store]]
 
@@ -139,10 +140,11 @@ async def test_a_record_is_committed_without_a_flush(open_store_at: OpenStore, w
         thread = threading.Thread(target=store.submit, args=(record(),))
         thread.start()
         thread.join()
-    deadline = time.monotonic() + 10
-    while (await reader.status_counts())["pending"] == 0:
-        assert time.monotonic() < deadline, "the record was never committed"
-        await asyncio.sleep(0.01)
+
+    async def committed() -> int:
+        return (await reader.status_counts())["pending"]
+
+    await eventually_async(committed, "the record to be committed")
 
 
 async def test_later_submissions_win_in_order(open_store_at: OpenStore) -> None:
@@ -355,16 +357,16 @@ def test_two_gateways_on_one_postgres_answer_each_others_lookups(
                 json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
             )
         run_id = response.headers["x-bias-run-id"]
-        deadline = time.monotonic() + 10
         with httpx.Client(base_url=servers[1].url, timeout=10) as second:
-            while True:
+
+            def scored() -> dict[str, Any] | None:
                 found = second.get(f"/v1/bias/scores/{run_id}")
-                if found.status_code == 200 and found.json()["status"] == "scored":
-                    break
-                assert time.monotonic() < deadline, found.text
-                time.sleep(0.05)
+                answered = found.status_code == 200 and found.json()["status"] == "scored"
+                return found.json() if answered else None
+
+            score = wait_for(scored, "the other gateway to answer the score")
             ready = second.get("/readyz").json()
-        assert found.json()["score"] == 1
+        assert score["score"] == 1
         assert ready["store"]["engine"] == "postgresql"
         assert ready["status"] == "ready"
     finally:
@@ -497,16 +499,15 @@ def test_a_text_one_gateway_judged_is_not_judged_again_by_another(
             judged = fake_openai.judge_calls()
             assert judged >= 2
             # The second replica's own LRU is empty: the verdict comes from the database.
-            deadline = time.monotonic() + 10
-            while True:
-                second = http.post(f"{servers[1].url}/v1/chat/completions", json=body)
-                calls = fake_openai.judge_calls() - judged
-                if calls == 0 or time.monotonic() > deadline:
-                    break
-                judged = fake_openai.judge_calls()  # not yet written: try once more
-                time.sleep(0.1)
+
+            def unjudged() -> httpx.Response | None:
+                before = fake_openai.judge_calls()
+                answer = http.post(f"{servers[1].url}/v1/chat/completions", json=body)
+                # Judged again while the first's verdict is not yet written: ask once more.
+                return answer if fake_openai.judge_calls() == before else None
+
+            second = wait_for(unjudged, "an answer the second replica did not judge again")
         assert second.headers["x-bias-verdict"] == "block"
-        assert calls == 0
     finally:
         for server in servers:
             server.stop()

@@ -73,14 +73,18 @@ def test_rate_limit_refill(headers: dict[str, str], seconds: float | None) -> No
 async def test_slots_bound_calls_in_flight() -> None:
     limiter = JudgeLimiter(max_concurrency=3)
     peak = 0
+    release = asyncio.Event()
 
     async def one() -> None:
         nonlocal peak
         async with limiter.call():
             peak = max(peak, limiter.stats.in_flight)
-            await asyncio.sleep(0.01)
+            await release.wait()  # each slot stays taken until all three are
 
-    await asyncio.gather(*(one() for _ in range(12)))
+    calls = asyncio.gather(*(one() for _ in range(12)))
+    await eventually(lambda: limiter.stats.in_flight == 3, "three calls in flight")
+    release.set()
+    await calls
     assert peak == 3
     assert limiter.stats.in_flight == 0
 
