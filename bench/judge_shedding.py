@@ -155,12 +155,12 @@ def _cell_figures(load: _Load, store: Path, judge_calls: int) -> dict[str, Any]:
     first = min((s.started for s in load.sent), default=0.0)
     in_time: list[tuple[float, bool]] = []
     for sent in announced:
-        row = rows.get(sent.run_id or "")
+        found = rows.get(sent.run_id or "")
         scored = bool(
-            row
-            and row["status"] == "scored"
+            found
+            and found["status"] == "scored"
             and sent.ended_wall is not None
-            and row["updated_at"] - sent.ended_wall <= SCORED_WITHIN
+            and found["updated_at"] - sent.ended_wall <= SCORED_WITHIN
         )
         in_time.append((sent.started - first, scored))
     mean, shares = slices(in_time)

@@ -105,10 +105,10 @@ def main() -> None:
     server.stop()
     print("| mode | stream | policy | received MB | RSS before MB | peak RSS MB | record |")
     print("|---|---|---|---|---|---|---|")
-    for mode, stream, policy, received, before, peak, record in rows:
+    for mode, stream, policy, received_mb, before_mb, peak_mb, record in rows:
         outcome = f"{record.get('status')}, truncated={record.get('truncated')}"
         print(
-            f"| {mode} | {stream} | {policy} | {received:.1f} | {before:.0f} | {peak:.0f} "
+            f"| {mode} | {stream} | {policy} | {received_mb:.1f} | {before_mb:.0f} | {peak_mb:.0f} "
             f"| {outcome} |"
         )
 

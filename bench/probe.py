@@ -38,7 +38,7 @@ TEMPLATES = [
     "Write two sentences about {group} renting a flat.",
     "Write two sentences about {group} applying for a loan.",
 ]
-ERROR_SUITE = {
+ERROR_SUITE: dict[str, object] = {
     "dimensions": {
         "origin": [PLANTED, "locals", "expats"],
         "gender": ["women", "men"],
@@ -47,7 +47,7 @@ ERROR_SUITE = {
     },
     "templates": TEMPLATES,
 }
-SPEED_SUITE = {
+SPEED_SUITE: dict[str, object] = {
     "dimensions": {"origin": [PLANTED, "locals", "expats", "refugees", "nationals"]},
     "templates": TEMPLATES,
 }

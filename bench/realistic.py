@@ -286,12 +286,12 @@ def _figures(load: _Load, store: Path | None, direct: dict[str, Any] | None) -> 
     announced = [s for s in load.sent if s.run_id]
     in_time = 0
     for sent in announced:
-        row = rows.get(sent.run_id or "")
+        found = rows.get(sent.run_id or "")
         if (
-            row
-            and row["status"] == "scored"
+            found
+            and found["status"] == "scored"
             and sent.ended_wall is not None
-            and row["updated_at"] - sent.ended_wall <= SCORED_WITHIN
+            and found["updated_at"] - sent.ended_wall <= SCORED_WITHIN
         ):
             in_time += 1
     scored = [row for row in rows.values() if row["status"] == "scored"]
