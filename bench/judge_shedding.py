@@ -1,4 +1,4 @@
-"""The judge under overload (#21 items 4 and 7): `python -m bench.judge_shedding`.
+"""The judge under overload: shedding and batches (#21 items 4 and 7).
 
 The realistic scenario's pieces (`bench.realistic`: a 300 ms upstream, a judge of
 1 s ± 30 % a call in a process of its own, an open-loop client), with the judge
@@ -255,7 +255,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.judge_shedding", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench judge_shedding", description=__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--rate", type=float, default=300.0)
     parser.add_argument("--duration", type=float, default=60.0)

@@ -1,6 +1,6 @@
 """The realistic scenario: a 300 ms upstream, a 1 s ± 30 % judge that rate-limits, open-loop load.
 
-`python -m bench --realistic` runs it alone; `make bench` runs it after the CPU
+`python -m bench peers --realistic` runs it alone; `make bench` runs it after the CPU
 scenario. For each rate (20, 100, 300 req/s by default) it measures the slow
 upstream directly, then the gateway with the shipped defaults in monitor and
 in enforce mode, with the faithful and the single pipeline. The load is paced

@@ -1006,7 +1006,7 @@ def run(plan: Plan) -> tuple[list[str], list[EnqueueCell], list[ScoringCell]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.scaleout", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench scaleout", description=__doc__)
     defaults = Plan()
     parser.add_argument("--rounds", type=int, default=defaults.rounds, help="rounds (2)")
     parser.add_argument("--c1-seconds", type=float, default=defaults.c1_seconds)

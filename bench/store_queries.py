@@ -1152,7 +1152,7 @@ def run(settings: Settings) -> tuple[Records, list[EngineResult], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.store_queries",
+        prog="python -m bench store_queries",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
