@@ -76,3 +76,9 @@ def test_the_arguments_after_the_name_go_to_the_scenario() -> None:
     wrong = bench("prejudge", "--requests", "many")
     assert wrong.returncode == 2
     assert "argument --requests: invalid int value: 'many'" in wrong.stderr
+
+
+def test_the_readme_table_names_every_scenario() -> None:
+    readme = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `(\w+)` \|", readme, re.MULTILINE)
+    assert listed == list(SCENARIOS)
