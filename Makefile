@@ -16,7 +16,7 @@ bench:
 		fi; }
 	@[ -x $(VENV)/bin/python ] || { command -v $(PYTHON) >/dev/null && $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV); }
 	$(VENV)/bin/python -m pip install --quiet -e ".[dev,bench]"
-	LITELLM_LOCAL_MODEL_COST_MAP=True $(VENV)/bin/python -m bench $(BENCH_ARGS)
+	LITELLM_LOCAL_MODEL_COST_MAP=True $(VENV)/bin/python -m bench peers $(BENCH_ARGS)
 
 # `make bench-scaleout`: the cost of enqueueing (monitor, queue.scorer: external) on SQLite and
 # PostgreSQL, and scoring throughput with one and two `bias-gateway scorer` processes.

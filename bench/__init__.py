@@ -1,1 +1,1 @@
-"""The benchmark harness: `make bench` or `python -m bench` (see bench/README.md)."""
+"""The benchmark harness: `python -m bench` lists its scenarios (see bench/README.md)."""

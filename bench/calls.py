@@ -90,7 +90,7 @@ async def _cell(fake: str, judge: str, mode: str, stream: bool, requests: int) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.calls", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench calls", description=__doc__)
     parser.add_argument("--requests", type=int, default=300, help="requests per cell (300)")
     args = parser.parse_args(argv)
     # The access lines would flood the output (and cost calls of their own, both sides).

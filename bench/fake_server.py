@@ -40,7 +40,7 @@ class BenchFake(FakeOpenAI):
         self.verdicts = [("no", "A neutral description.")]
         self.requests = deque(maxlen=64)  # type: ignore[assignment]  # append() is all it needs
         self.stream_endings = deque(maxlen=64)  # type: ignore[assignment]
-        self._served = itertools.count(1)
+        self._serials = itertools.count(1)
         self._tail = "".join(f"w{index:0{_WORD - 2}d} " for index in range(1, chunks))
 
         async def last_stream(request: Request) -> Response:
@@ -52,7 +52,7 @@ class BenchFake(FakeOpenAI):
     def _answer(self, step: str, body: dict[str, Any]) -> str:
         if step != "chat":
             return super()._answer(step, body)
-        serial = 0 if REPEAT_MARK in str(body.get("messages")) else next(self._served)
+        serial = 0 if REPEAT_MARK in str(body.get("messages")) else next(self._serials)
         return f"{serial:0{_WORD - 1}d} {self._tail}"
 
 

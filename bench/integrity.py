@@ -149,11 +149,11 @@ def report(runs: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench integrity", description=__doc__)
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--out", type=Path, help="also write the table to this file")
-    options = parser.parse_args()
+    options = parser.parse_args(argv)
     table = report(options.runs)
     print(table)
     if options.out is not None:

@@ -1,4 +1,4 @@
-"""Judge lanes at 300 req/s: `python -m bench.judge_lanes` (issue 21; about 6 minutes).
+"""Judge lanes at 300 req/s (issue 21; about 6 minutes).
 
 The judge is the bottleneck here, not the CPU: it answers in 1 s ± 30 % and at
 most 600 calls a second (429 with `Retry-After` above it, a sliding one-second
@@ -405,7 +405,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.judge_lanes", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench judge_lanes", description=__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--duration", type=float, default=30.0, help="seconds of load a cell (30)")
     parser.add_argument(

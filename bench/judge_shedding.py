@@ -1,4 +1,4 @@
-"""The judge under overload (#21 items 4 and 7): `python -m bench.judge_shedding`.
+"""The judge under overload: shedding and batches (#21 items 4 and 7).
 
 The realistic scenario's pieces (`bench.realistic`: a 300 ms upstream, a judge of
 1 s ± 30 % a call in a process of its own, an open-loop client), with the judge
@@ -155,12 +155,12 @@ def _cell_figures(load: _Load, store: Path, judge_calls: int) -> dict[str, Any]:
     first = min((s.started for s in load.sent), default=0.0)
     in_time: list[tuple[float, bool]] = []
     for sent in announced:
-        row = rows.get(sent.run_id or "")
+        found = rows.get(sent.run_id or "")
         scored = bool(
-            row
-            and row["status"] == "scored"
+            found
+            and found["status"] == "scored"
             and sent.ended_wall is not None
-            and row["updated_at"] - sent.ended_wall <= SCORED_WITHIN
+            and found["updated_at"] - sent.ended_wall <= SCORED_WITHIN
         )
         in_time.append((sent.started - first, scored))
     mean, shares = slices(in_time)
@@ -255,7 +255,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.judge_shedding", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench judge_shedding", description=__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--rate", type=float, default=300.0)
     parser.add_argument("--duration", type=float, default=60.0)

@@ -12,6 +12,7 @@ measurement behind the gateway's choice of transport for judge calls.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 
@@ -59,7 +60,9 @@ async def gateway_judge(url: str, concurrency: int) -> float:
     return await drive(judge, concurrency, upstream)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench judge_transport", description=__doc__)
+    parser.parse_args(argv)  # no options: it answers --help and refuses unknown arguments
     fake = FakeOpenAI()
     server = ServerThread(fake.app).start()
     try:

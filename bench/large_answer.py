@@ -1,4 +1,4 @@
-"""Peak RSS of the gateway while it relays one huge upstream answer: `python -m bench.large_answer`.
+"""Peak RSS of the gateway while it relays one huge upstream answer.
 
 Issue 9, item 12: a 50 MB answer once took the gateway from ~70 MB to 544-646 MB.
 This starts the fake upstream and judge in this process (a thread), the gateway
@@ -45,10 +45,10 @@ def reset_peak(pid: int) -> bool:
     return True
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.large_answer")
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench large_answer")
     parser.add_argument("--megabytes", type=int, default=50)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     fake = FakeOpenAI()
     fake.reply = "Engineers are people. " * (args.megabytes * 1024 * 1024 // 22)
     fake.chunks = 5000
@@ -105,10 +105,10 @@ def main() -> None:
     server.stop()
     print("| mode | stream | policy | received MB | RSS before MB | peak RSS MB | record |")
     print("|---|---|---|---|---|---|---|")
-    for mode, stream, policy, received, before, peak, record in rows:
+    for mode, stream, policy, received_mb, before_mb, peak_mb, record in rows:
         outcome = f"{record.get('status')}, truncated={record.get('truncated')}"
         print(
-            f"| {mode} | {stream} | {policy} | {received:.1f} | {before:.0f} | {peak:.0f} "
+            f"| {mode} | {stream} | {policy} | {received_mb:.1f} | {before_mb:.0f} | {peak_mb:.0f} "
             f"| {outcome} |"
         )
 

@@ -8,6 +8,7 @@ line, to /dev/null. This is the measurement behind `gateway.observability.logs`.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
@@ -69,7 +70,9 @@ def measure(name: str) -> float:
     return LINES / (time.perf_counter() - started)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench log_pipeline", description=__doc__)
+    parser.parse_args(argv)  # no options: it answers --help and refuses unknown arguments
     real_stdout = sys.stdout
     with open(os.devnull, "w") as sink:
         sys.stdout = sink

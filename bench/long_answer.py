@@ -1,4 +1,4 @@
-"""The long-answer scenario: enforcing on a 2,000-character stream (`python -m bench.long_answer`).
+"""The long-answer scenario: enforcing on a 2,000-character stream.
 
 The upstream sends its first byte after 300 ms, then about 2,000 characters in
 20-character chunks 30 ms apart (`bench.long_text`: an opinion every third
@@ -409,7 +409,7 @@ def tokens_markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.long_answer", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench long_answer", description=__doc__)
     parser.add_argument("--rates", default="20,100", help="comma-separated req/s (20,100)")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per cell (10)")
     parser.add_argument("--tokens", action="store_true", help="print only the token table")

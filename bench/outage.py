@@ -315,7 +315,7 @@ def measure(plan: Plan, pg_bin: Path, keep_logs: Path | None = None) -> tuple[Ru
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.outage", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench outage", description=__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     defaults = Plan()
     parser.add_argument("--rate", type=float, default=defaults.rate, help="req/s (100)")

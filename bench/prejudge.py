@@ -1,5 +1,6 @@
-"""The wait after the upstream's last byte for an enforced whole answer, with and without
-`prejudge: stream`, on a long answer: `python -m bench.prejudge [--requests 8]`.
+"""An enforced long whole answer's wait after the upstream's last byte, by `prejudge`.
+
+`python -m bench prejudge [--requests 8]`: the wait with and without `prejudge: stream`.
 
 The long-answer scenario of issue 20: the upstream's first byte after 300 ms, then
 about 2,000 characters in 20-character pieces every 30 ms (a whole answer comes
@@ -231,11 +232,11 @@ def markdown(cases: list[Case], judge_seconds: list[float]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.prejudge")
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench prejudge")
     parser.add_argument("--requests", type=int, default=8, help="per case (8)")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     cases, judge_seconds = run(args.requests)
     table = markdown(cases, judge_seconds)
     print(table)

@@ -45,7 +45,7 @@ def hot_frames(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench profile", description=__doc__)
     parser.add_argument("--mode", choices=["off", "monitor", "enforce"], default="off")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--stream", action="store_true")

@@ -1,6 +1,6 @@
 """The realistic scenario: a 300 ms upstream, a 1 s ± 30 % judge that rate-limits, open-loop load.
 
-`python -m bench --realistic` runs it alone; `make bench` runs it after the CPU
+`python -m bench peers --realistic` runs it alone; `make bench` runs it after the CPU
 scenario. For each rate (20, 100, 300 req/s by default) it measures the slow
 upstream directly, then the gateway with the shipped defaults in monitor and
 in enforce mode, with the faithful and the single pipeline. The load is paced
@@ -286,12 +286,12 @@ def _figures(load: _Load, store: Path | None, direct: dict[str, Any] | None) -> 
     announced = [s for s in load.sent if s.run_id]
     in_time = 0
     for sent in announced:
-        row = rows.get(sent.run_id or "")
+        found = rows.get(sent.run_id or "")
         if (
-            row
-            and row["status"] == "scored"
+            found
+            and found["status"] == "scored"
             and sent.ended_wall is not None
-            and row["updated_at"] - sent.ended_wall <= SCORED_WITHIN
+            and found["updated_at"] - sent.ended_wall <= SCORED_WITHIN
         ):
             in_time += 1
     scored = [row for row in rows.values() if row["status"] == "scored"]

@@ -1,4 +1,6 @@
-"""A config reload under load: `python -m bench.reload [--workers 2] [--rate 100]`.
+"""A config reload under load: failed requests, cut streams, when every worker has it.
+
+`python -m bench reload [--workers 2] [--rate 100]`.
 
 It starts a paced upstream and judge (`bench.slow_fake`, separate processes) and
 `bias-gateway serve` in monitor mode, drives `--rate` requests a second with a
@@ -183,8 +185,8 @@ async def scenario(args: argparse.Namespace, gateway: Any, config: Path, upstrea
     return load, probes
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.reload")
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench reload")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--duration", type=float, default=10.0)
@@ -198,7 +200,7 @@ def main() -> None:
         help="the fakes' idle keep-alive (s); uvicorn's default 5 lets pooled connections go stale",
     )
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder, Processes() as procs:
         tmp = Path(folder)
         fake = [sys.executable, "-m", "bench.slow_fake", "--chunks", str(CHUNKS)]

@@ -359,10 +359,10 @@ class EnqueueCell:
 
     def c1_ms(self, key: str) -> float:
         """The median over the c=1 slices of wrk's `key` (p50_ms, p90_ms, p99_ms)."""
-        return statistics.median(getattr(load, key) for load in self.c1)
+        return statistics.median(float(getattr(load, key)) for load in self.c1)
 
     def paced_ms(self, key: str) -> float:
-        return statistics.median(getattr(probe, key) for probe in self.paced)
+        return statistics.median(float(getattr(probe, key)) for probe in self.paced)
 
     @property
     def c32_rps(self) -> float:
@@ -1006,7 +1006,7 @@ def run(plan: Plan) -> tuple[list[str], list[EnqueueCell], list[ScoringCell]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.scaleout", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench scaleout", description=__doc__)
     defaults = Plan()
     parser.add_argument("--rounds", type=int, default=defaults.rounds, help="rounds (2)")
     parser.add_argument("--c1-seconds", type=float, default=defaults.c1_seconds)

@@ -1,4 +1,6 @@
-"""A long run: `python -m bench.soak --duration 30m --rate 100`.
+"""A long run in bursts: memory, descriptors, backlog and latency over time.
+
+`python -m bench soak --duration 30m --rate 100`.
 
 Starts the soak fake as the upstream and, in a second process, as the judge
 (`bench.soak_fake`), and one `bias-gateway serve` on a SQLite store in a
@@ -209,7 +211,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench soak", description=__doc__)
     parser.add_argument("--duration", type=parse_duration, default=1800.0, help="30m, 90s (30m)")
     parser.add_argument("--rate", type=float, default=100.0, help="requests/s in a burst (100)")
     parser.add_argument("--sample-every", type=float, default=5.0, help="seconds (5)")

@@ -9,6 +9,7 @@ score store's 5 ms linger.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import tempfile
 import time
@@ -47,7 +48,9 @@ async def run(linger: float | None, folder: Path) -> float:
     return spent / RECORDS * 1e6
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench store_commit", description=__doc__)
+    parser.parse_args(argv)  # no options: it answers --help and refuses unknown arguments
     with tempfile.TemporaryDirectory() as folder:
         baseline = asyncio.run(run(None, Path(folder)))
         print(f"pacing alone: {baseline:6.1f} us CPU per record (subtracted below)")

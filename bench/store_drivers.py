@@ -534,8 +534,9 @@ class PsycopgDriver:
         }
 
     async def connect(self, *, synchronous_commit: bool = True) -> Any:
-        extra = {} if synchronous_commit else {"options": "-c synchronous_commit=off"}
-        return await psycopg.AsyncConnection.connect(self.dsn, autocommit=True, **extra)
+        # psycopg leaves out a connection parameter that is None.
+        options = None if synchronous_commit else "-c synchronous_commit=off"
+        return await psycopg.AsyncConnection.connect(self.dsn, autocommit=True, options=options)
 
     async def prepare_writer(self, conn: Any, path: str) -> None:
         if path == "copy+merge":

@@ -79,6 +79,7 @@ from typing import Any
 
 from bench.machine import cpu_model, source_note
 from gateway.store import PostgresStore, SQLiteStore
+from gateway.store.base import Store
 from gateway.store.dialect import POSTGRES, SQLITE, Dialect
 from gateway.store.queries import ScoreQuery, StatsQuery, p90_sql, search_sql, stats_sql
 from gateway.store.records import COLUMNS
@@ -585,7 +586,7 @@ async def time_calls(
 
 
 async def run_cases(
-    store: Any,
+    store: Store,
     case_list: list[Case],
     settings: Settings,
     explain: Callable[[str, str, list[object], bool], Awaitable[Plan]],
@@ -606,6 +607,8 @@ async def run_cases(
                 return len(await store.stats(case.stats))
             if case.whatif is not None:
                 return (await store.whatif(case.whatif)).total.records
+            if query is None:
+                raise ValueError(f"case {case.name!r} names no search, stats or what-if query")
             return len(await store.search(query))
 
         statements = _sql(case, query, dialect)
@@ -1149,7 +1152,7 @@ def run(settings: Settings) -> tuple[Records, list[EngineResult], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.store_queries",
+        prog="python -m bench store_queries",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,4 +1,4 @@
-"""Enforced answers beside a monitor flood: `python -m bench.stream_lanes` (issue 33; about 5 min).
+"""Enforced answers beside a monitor flood (issue 33; about 5 minutes).
 
 Enforced answers judged in windows once went through the judge's monitor lane and
 waited behind saturating monitor traffic. Per way an enforced answer is judged
@@ -359,7 +359,7 @@ def report(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.stream_lanes", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench stream_lanes", description=__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
         "--duration", type=float, default=20.0, help="seconds of enforce load a phase (20)"

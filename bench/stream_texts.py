@@ -1,4 +1,4 @@
-"""What reading a stream's text after every event costs: `python -m bench.stream_texts`.
+"""What reading a stream's text after every event costs.
 
 Windowed enforcing (`stream_policy: windowed`) offers the answer's text so far
 to the window splitter after every event. This times one chat answer of
@@ -10,6 +10,7 @@ process, no servers; prints a table. Each figure is the best of three runs.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Callable
@@ -69,7 +70,9 @@ def measure(chars: int) -> tuple[int, float, float, int]:
     return len(events), _best(read), _best(read_with_windows), closed
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench stream_texts", description=__doc__)
+    parser.parse_args(argv)  # no options: it answers --help and refuses unknown arguments
     print("| characters | events | read | read, windows offered each event | windows |")
     print("|---|---|---|---|---|")
     for chars in SIZES:

@@ -1,4 +1,4 @@
-"""`python -m bench.tamper_corpus`: the tamper detector over the attack corpus.
+"""The tamper detector over the attack corpus: marks by family, false positives, cost.
 
 Prints markdown tables: for attacks, how many of each family, injection style,
 language and obfuscation carry a mark (recall, and whether each text got the kinds
@@ -152,7 +152,7 @@ def report(*, timing: bool = True) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.tamper_corpus", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench tamper_corpus", description=__doc__)
     parser.add_argument("--no-timing", action="store_true", help="leave out the cost table")
     options = parser.parse_args(argv)
     print(report(timing=not options.no_timing))

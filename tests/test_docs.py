@@ -1,5 +1,5 @@
 """The docs name only what exists: relative links (and their headings), config keys and
-the `BIAS_*`/`GATEWAY_*` variables, in README.md, docs/*.md and bench/README.md."""
+the `BIAS_*`/`GATEWAY_*` variables, in README.md, docs/*.md and bench's two READMEs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,12 @@ from gateway.config import Settings
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "bench" / "README.md",
+    ROOT / "bench" / "results" / "README.md",
+]
 # Where a variable the docs name must be read or set.
 SOURCES = ["gateway", "guard", "scripts", "tests", "bench", "config", ".ci", "Dockerfile"]
 SOURCE_SUFFIXES = {"", ".py", ".yaml", ".yml", ".toml"}

@@ -1,5 +1,8 @@
-"""python -m bench.attacks [--judge demo|gullible|both] [--surfaces chat,chat-stream]
-[--limit N] [--json PATH] [--out PATH] [--corpus PATH]"""
+"""Issue 30's attack suite: how often an answer gets past enforce (see `bench.attacks`).
+
+python -m bench attacks [--judge demo|gullible|both] [--surfaces chat,chat-stream]
+[--limit N] [--json PATH] [--out PATH] [--corpus PATH]
+"""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ def _progress(line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.attacks", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench attacks", description=__doc__)
     parser.add_argument("--judge", choices=[*JUDGES, "both"], default="both")
     parser.add_argument(
         "--surfaces", default="chat,chat-stream",

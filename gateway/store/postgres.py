@@ -10,7 +10,7 @@ Several replicas start at once safely: migrations run under an advisory lock
 `pending` records: on a shared database they may be other replicas' live
 work. Work a dead process held comes back when its lease lapses (`expire`).
 
-The driver is asyncpg; bench/README.md (the store drivers) says why.
+The driver is asyncpg; bench/results/README.md (the store drivers) says why.
 """
 
 from __future__ import annotations
