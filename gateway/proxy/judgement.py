@@ -170,7 +170,7 @@ class StreamJudgement:
         self._abandoned = True
         self.cancel()
         if not self.judge.entries:
-            self.tap.close()
+            self.tap.close(cut=True)
             await self.verdicts.settle(self.tap, partial=True)
             return
         await self.outcome()

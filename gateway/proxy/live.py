@@ -50,7 +50,7 @@ def live(call: ScoredCall, upstream: UpstreamResponse) -> Response:
         call.state.partial = disconnected or not judged
         if judged:
             return
-        tap.close()
+        tap.close(cut=True)
         await call.settle(tap, partial=True)
 
     headers = {**upstream.headers, **bias_headers(scoring.mark_pending(call.job))}

@@ -31,7 +31,7 @@ def relayed(
 
     async def on_close(disconnected: bool) -> None:
         await upstream.aclose()
-        tap.close()
+        tap.close(cut=bool(failures))
         error = type(failures[0]).__name__ if failures else None
         call.upstream_call.end(tap=tap, error_type=error)
         if not score:

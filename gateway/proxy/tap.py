@@ -47,7 +47,13 @@ class StreamTap:
         for event in self.decoder.feed(data):
             self.reader.add(event.event, event.data)
 
-    def close(self) -> None:
+    def close(self, *, cut: bool = False) -> None:
+        """The stream is over. `cut`: it was cut off (the upstream broke, or it is no
+        longer read), so an event it ended in is half an event, and is dropped rather
+        than read as an answer that cannot be parsed."""
+        if cut:
+            self.decoder.discard()
+            return
         for event in self.decoder.flush():
             self.reader.add(event.event, event.data)
 

@@ -84,6 +84,13 @@ class SSEDecoder:
             self._tail.append(tail)
         return self._process(lines)
 
+    def discard(self) -> None:
+        """End a stream that was cut off: what came of an unfinished event is dropped, as
+        the spec drops the event a stream ends in (`flush` is for a stream that ended)."""
+        self._tail = []
+        self._after_cr = False
+        self._data, self._event, self._block_retry = [], "", None
+
     def flush(self) -> list[SSEEvent]:
         """End the stream, dispatching an event left without its closing blank line.
 

@@ -172,3 +172,17 @@ async def test_a_tool_call_split_across_frames_holds_the_stream_from_its_first_e
     assert outcome.status == "scored"
     assert judgement.tool_hold.at == 3
     assert judgement.released <= 3  # nothing of the call went out before its judgement
+
+
+def test_a_tap_cut_off_mid_event_keeps_the_text_it_read() -> None:
+    # The upstream broke inside an event: that half event is dropped, not read as an
+    # answer that cannot be parsed (which would skip the whole partial answer).
+    half = chunk(" and then")[:25]
+    for cut, readable in ((True, True), (False, False)):
+        tap = StreamTap(ChatCompletions().reader(max_chars=None))
+        tap.arrived()
+        tap.feed(chunk(SENTENCES[0]) + half)
+        tap.close(cut=cut)
+        assert tap.readable is readable
+        if readable:
+            assert tap.texts() == [SENTENCES[0]]

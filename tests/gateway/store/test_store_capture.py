@@ -19,6 +19,7 @@ import pytest
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway, policy
 from tests.support.resources import ENGINES
+from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 ANSWERS = 6
@@ -162,6 +163,8 @@ def test_with_capture_on_the_search_finds_the_answers(
     _answer(fake_openai, marker, quoted=True)
     gateway = _gateway(make_gateway, store_for, True, "monitor")
     _score(gateway, ANSWERS)
+    # The cache is written beside the record, not before it: wait for both to be there.
+    wait_for(lambda: {"scores", "score_cache"} <= _places(store_for, marker), "the rows")
     gateway.server.stop()
     assert {"scores", "score_cache"} <= _places(store_for, marker)
 

@@ -424,3 +424,11 @@ def test_unknown_fields_are_ignored_and_counted() -> None:
     assert [event.data for event in events] == ["x", "y"]
     assert decoder.ignored_lines == 1
     assert decoder.retry is None
+
+
+def test_discard_drops_the_event_a_cut_off_stream_ended_in() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b'data: a\n\ndata: {"half": ') == [SSEEvent("a")]
+    decoder.discard()
+    assert decoder.flush() == []
+    assert decoder.feed(b"data: b\n\n") == [SSEEvent("b")]
