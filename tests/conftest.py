@@ -26,6 +26,7 @@ pytest_plugins = [
     "tests.support.resources",
     "tests.support.postgres",
     "tests.support.browser",
+    "tests.support.promtool",
     "tests.support.fleet",
 ]
 

@@ -150,12 +150,12 @@ def test_every_file_the_stack_mounts_is_in_the_repository() -> None:
             assert source.is_relative_to(ROOT), source
             assert source.is_file(), source
             seen += 1
-    assert seen == 5
+    assert seen == 6
 
 
 def test_prometheus_scrapes_every_gateway_and_scorer_on_its_port() -> None:
-    (config_path,) = mounts(services()["prometheus"]).values()
-    assert mounts(services()["prometheus"]) == {"/etc/prometheus/prometheus.yml": config_path}
+    config_path = DEPLOY / "prometheus.yml"
+    assert mounts(services()["prometheus"])["/etc/prometheus/prometheus.yml"] == config_path
     config = read_yaml(config_path)
     targets = {
         target
@@ -165,6 +165,15 @@ def test_prometheus_scrapes_every_gateway_and_scorer_on_its_port() -> None:
     }
     assert {job["metrics_path"] for job in config["scrape_configs"]} == {"/metrics"}
     assert targets == {f"{name}:{listens_on(services()[name])}" for name in GATEWAYS | SCORERS}
+
+
+def test_prometheus_loads_the_alert_rules_where_compose_mounts_them() -> None:
+    # A rule file's path is relative to the config's folder, both here and in the container.
+    bound = mounts(services()["prometheus"])
+    assert set(bound) == {"/etc/prometheus/prometheus.yml", "/etc/prometheus/prometheus/alerts.yml"}
+    (rules,) = read_yaml(DEPLOY / "prometheus.yml")["rule_files"]
+    assert bound[str(PurePosixPath("/etc/prometheus") / rules)] == DEPLOY / rules
+    assert (DEPLOY / rules) == DEPLOY / "prometheus" / "alerts.yml"
 
 
 def test_grafana_provisions_prometheus_and_the_shipped_dashboard() -> None:

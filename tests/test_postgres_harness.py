@@ -15,6 +15,7 @@ import asyncpg
 import pytest
 
 from tests.support import resources
+from tests.support.apt_scripts import run_script, stub_tools
 from tests.support.postgres import PgCluster, databases, find_bin_dir, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,30 +164,15 @@ def _script(
     """Run scripts/postgres with nothing on PATH but the tools it uses, and stubs of
     `id` (root or not) and, when `apt` is given, `apt-get` (that shell code, args logged)."""
     tools = Path(tempfile.mkdtemp(dir=tmp_path, prefix="tools-"))
-    for name in ("sort", "dirname", "readlink", "tail", "mktemp"):
-        found = shutil.which(name)
-        assert found, name
-        (tools / name).symlink_to(found)
-    stubs = {"id": f"echo {0 if root else 1000}"}
-    if apt:
-        log = tmp_path / "apt.log"
-        stubs["apt-get"] = f'echo "$* [$DEBIAN_FRONTEND]" >> {log}\n{apt}'
-    for name, body in stubs.items():
-        (tools / name).write_text(f"#!/bin/sh\n{body}\n")
-        (tools / name).chmod(0o755)
-    bash = shutil.which("bash")
-    assert bash
-    return subprocess.run(
-        [bash, str(ROOT / "scripts" / "postgres"), "bin"],
-        env={
-            "PATH": str(tools),
-            "TMPDIR": str(tmp_path),
-            "BIAS_TEST_PG_SEARCH": str(tmp_path / "lib" / "*" / "bin"),
-            **env,
-        },
-        capture_output=True,
-        text=True,
-        check=False,
+    uses = ("sort", "dirname", "readlink", "tail", "mktemp")
+    stub_tools(tools, uses, root=root, apt=apt, log=tmp_path / "apt.log")
+    search = str(tmp_path / "lib" / "*" / "bin")
+    return run_script(
+        "postgres",
+        "bin",
+        tools=tools,
+        tmp_path=tmp_path,
+        env={"BIAS_TEST_PG_SEARCH": search, **env},
     )
 
 

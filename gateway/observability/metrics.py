@@ -117,6 +117,12 @@ class Metrics:
         self.verdicts = Counter(
             "bias_verdicts_total", "Verdicts reached.", ["model", "verdict"], registry=registry
         )
+        self.key_verdicts = Counter(
+            "bias_key_verdicts_total",
+            "Verdicts reached, by API key name (`-` in open mode): each key's own bias rate.",
+            ["key", "verdict"],
+            registry=registry,
+        )
         self.category_opinions = Counter(
             "bias_category_opinions_total",
             "Biased opinions by category (an opinion counts in each category it names).",
@@ -250,6 +256,14 @@ class Metrics:
             ["outcome"],
             registry=registry,
         )
+        self.config_reload_ok = Gauge(
+            "gateway_config_last_reload_successful",
+            "0 after a config reload was refused (the running config is kept), 1 once one"
+            " is applied again or while none was tried.",
+            registry=registry,
+            multiprocess_mode="livemin",
+        )
+        self.config_reload_ok.set(1)
         self.dropped = Counter(
             "bias_dropped_total", "Scoring jobs dropped, by reason.", ["reason"], registry=registry
         )
@@ -274,6 +288,13 @@ class Metrics:
             "bias_store_buffered_records",
             "Records and cache entries submitted and not yet stored (store.buffer_records "
             "bounds it; it grows while the store is away).",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.store_buffer_limit = Gauge(
+            "bias_store_buffer_limit_records",
+            "How many records bias_store_buffered_records may reach (store.buffer_records);"
+            " past it the writer drops them.",
             registry=registry,
             multiprocess_mode="livesum",
         )

@@ -175,6 +175,7 @@ class Recorder:
         model = metrics.model(request.model)
         metrics.bias_score.labels(model).observe(outcome.score)
         metrics.verdicts.labels(model, outcome.verdict or "none").inc()
+        metrics.key_verdicts.labels(request.key_name or "-", outcome.verdict or "none").inc()
         for verdict in outcome.result.analyze_step_result.results:
             for category in verdict.categories:
                 metrics.category_opinions.labels(category).inc()

@@ -162,7 +162,9 @@ class Scoring:
         records the store holds."""
         self.metrics.queue_depth.set(self.queue_depth)
         self.metrics.scorings_in_flight.set(self.in_flight)
-        self.metrics.store_buffered.set(self.recorder.store.backlog().held)
+        backlog = self.recorder.store.backlog()
+        self.metrics.store_buffered.set(backlog.held)
+        self.metrics.store_buffer_limit.set(backlog.limit)
         observe_limiter(self.scorer.judge, self.metrics)
         for key, rate in self.shedder.rates().items():
             self.metrics.overload_rate.labels(key or "-").set(rate)

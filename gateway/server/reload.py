@@ -128,23 +128,28 @@ class Reloader:
         try:
             settings, restart = read_again(self.served, running)
         except ConfigError as exc:
-            return self._refuse(str(exc))
+            return self._refuse(str(exc), config_failed=True)
         changed = changes(running, settings)
         if changed:
             try:
                 self._apply(settings)
             except Exception as exc:  # a bug, or a judge that cannot be built
                 log.exception("applying the reloaded config failed")
-                return self._refuse(f"{type(exc).__name__}: {exc}")
+                return self._refuse(f"{type(exc).__name__}: {exc}", config_failed=True)
         for name in restart:
             log.warning("config change needs a restart; the running value is kept", setting=name)
         result = ReloadResult("ok", changed, restart)
         self._metrics.config_reloads.labels("ok").inc()
+        self._metrics.config_reload_ok.set(1)
         self._announce(settings, result)
         return result
 
-    def _refuse(self, error: str) -> ReloadResult:
+    def _refuse(self, error: str, *, config_failed: bool = False) -> ReloadResult:
+        """`config_failed`: the config could not be read or applied (not merely a
+        process with nothing to reload, or one stopping), which the alerts look for."""
         self._metrics.config_reloads.labels("refused").inc()
+        if config_failed:
+            self._metrics.config_reload_ok.set(0)
         log.error(
             "config reload refused; the running config is kept",
             config=self._source(),

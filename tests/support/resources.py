@@ -1,7 +1,8 @@
 """Tests that need something outside Python carry its marker: `postgres` (a server from
 Debian's packages), `browser` (headless Chromium and chromedriver), `mounts` (root and
-mount(8), for small real filesystems), `compose` (docker-compose) and `real_model`
-(llama.cpp with a small model; left out of the gate unless `-m real_model` asks).
+mount(8), for small real filesystems), `compose` (docker-compose), `promtool` (from
+Debian's prometheus package) and `real_model` (llama.cpp with a small model; left out
+of the gate unless `-m real_model` asks).
 
 Without the thing they need, marked tests skip and say why; `pytest --require
 postgres,browser` makes them fail instead, as `.ci/run` does for what CI must run.
@@ -17,7 +18,7 @@ import pytest
 
 __all__ = ["ENGINES", "RESOURCES", "missing", "required"]
 
-RESOURCES = ("postgres", "browser", "mounts", "compose", "real_model")
+RESOURCES = ("postgres", "browser", "mounts", "compose", "promtool", "real_model")
 
 # Fixtures that need a resource: a test taking one (directly or through another) is
 # marked for it.
@@ -26,6 +27,7 @@ _FIXTURES = {
     "own_pg_cluster": "postgres",
     "chromium": "browser",
     "full_disk_store": "mounts",
+    "promtool": "promtool",
 }
 
 # The store's engines, for a fixture's params: the PostgreSQL one marked as needing it.

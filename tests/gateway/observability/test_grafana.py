@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.observability.metrics import Metrics
-from tests.support.fake_openai import FakeOpenAI, Fault
-from tests.support.gateways import RunningGateway, policy
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateways import RunningGateway
+from tests.support.promql import Served, metric_names, scrape_after_traffic
 
 MakeGateway = Callable[..., RunningGateway]
 DASHBOARD = (
@@ -28,7 +28,6 @@ DASHBOARD = (
     / "grafana"
     / "bias-gateway.json"
 )
-REQUEST: dict[str, Any] = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}
 
 PANELS = {
     "Request rate by route and status",
@@ -47,6 +46,11 @@ PANELS = {
     "Skipped by reason",
     "Dropped by reason",
     "Work claimed / expired by reason",
+    "Flagged or blocked share by key: last 15 m and last day",
+    "Judge error share, monitored answers shed",
+    "Store buffer fill by instance",
+    "Store records dropped by reason",
+    "Last config reload applied",
 }
 
 # What the issue asks the dashboard to show, as the series its queries must read.
@@ -67,6 +71,13 @@ COVERED = {
     "bias_dropped_total",
     "bias_work_claimed_total",
     "bias_work_expired_total",
+    # What the alert rules in deploy/prometheus read (docs/observability.md#alerts).
+    "bias_key_verdicts_total",
+    "bias_overload_decisions_total",
+    "bias_store_buffered_records",
+    "bias_store_buffer_limit_records",
+    "bias_store_records_dropped_total",
+    "gateway_config_last_reload_successful",
 }
 
 # Labelled counters that ordinary traffic does not increment, so they have no
@@ -74,53 +85,10 @@ COVERED = {
 DECLARED_ONLY = {
     "bias_dropped_total": "only at shutdown, for enforce scorings still running",
     "bias_work_expired_total": "only when pending work exhausts its attempts or its gateway",
+    "bias_store_records_dropped_total": "only when the store's writer cannot keep a record",
 }
 
-# Words that are PromQL but never a metric name: aggregation operators and their
-# modifiers, set and vector-matching keywords, number literals.
-KEYWORDS = frozenset(
-    {
-        "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
-        "bottomk", "topk", "quantile", "limitk", "limit_ratio",
-        "by", "without", "on", "ignoring", "group_left", "group_right", "bool",
-        "and", "or", "unless", "atan2", "offset", "start", "end", "inf", "nan",
-    }
-)  # fmt: skip
-_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
-_VARIABLE = re.compile(r"\$\{[^}]*\}|\$\w+")
-_TOKEN = re.compile(
-    r"(?P<number>(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)[a-zA-Z]*(?:\d+[a-zA-Z]+)*)"
-    r"|(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)"
-    r"|(?P<other>\S)"
-)
 _LABEL_VALUES = re.compile(r"label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{[^}]*\})?\s*,")
-
-
-def metric_names(expr: str) -> set[str]:
-    """The metric names a PromQL expression reads.
-
-    String literals (label values, regexes, label_replace arguments), Grafana
-    variables, label matchers `{...}`, ranges `[...]` and grouping lists
-    (`by (...)`, `on (...)`, ...) go first; of the identifiers left, those followed
-    by `(` are functions and the KEYWORDS are keywords: the rest are metrics.
-    """
-    if "__name__" in expr:
-        raise ValueError(f"a metric chosen by __name__ cannot be checked: {expr}")
-    text = _STRING.sub('""', expr)
-    text = _VARIABLE.sub("", text)
-    text = re.sub(r"\{[^{}]*\}", " ", text)
-    text = re.sub(r"\[[^\[\]]*\]", " ", text)
-    text = _GROUPING.sub(" ", text)
-    names: set[str] = set()
-    for token in _TOKEN.finditer(text):
-        name = token.group("name")
-        if name is None or name.lower() in KEYWORDS:
-            continue
-        if text[token.end() :].lstrip().startswith("("):
-            continue  # a function call
-        names.add(name)
-    return names
 
 
 def load_dashboard() -> dict[str, Any]:
@@ -154,44 +122,6 @@ def referenced(dashboard: Mapping[str, Any]) -> set[str]:
             text = query["query"] if isinstance(query, dict) else query
             names |= set(_LABEL_VALUES.findall(text))
     return names
-
-
-class Served:
-    """What a Prometheus text scrape offers to a query."""
-
-    def __init__(self, text: str) -> None:
-        self.samples: set[str] = set()
-        self.declared: set[str] = set()
-        self.labels: dict[str, set[str]] = {}
-        for family in text_string_to_metric_families(text):
-            # The parser names a counter family without its `_total`.
-            if family.type == "counter":
-                self.declared.add(family.name + "_total")
-            elif family.type in ("histogram", "gaugehistogram"):
-                self.declared |= {family.name + suffix for suffix in ("_bucket", "_sum", "_count")}
-            elif family.type == "summary":
-                self.declared |= {family.name, family.name + "_sum", family.name + "_count"}
-            else:
-                self.declared.add(family.name)
-            for sample in family.samples:
-                self.samples.add(sample.name)
-                self.labels.setdefault(sample.name, set()).update(sample.labels)
-
-    def unserved(self, names: Iterable[str], declared_only: Iterable[str] = ()) -> list[str]:
-        """The names a query could not read: no sample, or for `declared_only` no family."""
-        allowed = set(declared_only)
-        return sorted(
-            name
-            for name in names
-            if name not in self.samples and not (name in allowed and name in self.declared)
-        )
-
-
-def scrape(gateway: RunningGateway) -> str:
-    with gateway.http() as http:
-        response = http.get("/metrics")
-    assert response.status_code == 200
-    return response.text
 
 
 # -- the extractor and the checker -------------------------------------------------
@@ -284,24 +214,7 @@ def test_dashboard_covers_what_the_issue_asks_for() -> None:
 def test_every_dashboard_metric_is_served(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
-    fake_openai.unique_replies = True  # no score cache hit hides the judge's cost metrics
-    gateway = make_gateway(**policy(mode="enforce", allow_client_override=True))
-    # The first upstream call fails (skipped: upstream_error); the next scoring's
-    # preprocess step fails (bias_judge_errors_total).
-    fake_openai.fail(Fault(step="chat", status=500), Fault(step="preprocess", status=401))
-    with gateway.http() as http:
-        statuses = [
-            http.post("/v1/chat/completions", json=REQUEST).headers.get("x-bias-status")
-            for _ in range(4)
-        ]
-        monitored = http.post(
-            "/v1/chat/completions", json=REQUEST, headers={"x-bias-mode": "monitor"}
-        )
-    assert statuses == ["skipped", "error", "scored", "scored"]
-    assert monitored.headers["x-bias-status"] == "pending"
-    assert gateway.wait_for_score(monitored.headers["x-bias-run-id"])["status"] == "scored"
-
-    served = Served(scrape(gateway))
+    served = Served(scrape_after_traffic(fake_openai, make_gateway))
     dashboard = load_dashboard()
     names = referenced(dashboard)
     assert served.unserved(names, declared_only=DECLARED_ONLY) == []

@@ -127,6 +127,23 @@ def test_counters_move_with_traffic(fake_openai: FakeOpenAI, make_gateway: MakeG
         assert sample(text, "bias_judge_calls_total", step=step) == 1
         assert sample(text, "bias_judge_tokens_total", step=step, type="input") > 0
     assert sample(text, "bias_scoring_queue_depth") == 0
+    assert sample(text, "bias_store_buffered_records") == 0
+    assert sample(text, "bias_store_buffer_limit_records") == gateway.settings.store.buffer_records
+
+
+def test_verdicts_are_counted_by_key_name(make_gateway: MakeGateway) -> None:
+    keys = [{"key": "sk-key-a-0001", "name": "a"}, {"key": "sk-key-b-0002", "name": "b"}]
+    gateway = make_gateway(keys=keys, **policy(mode="enforce"))
+    for key, count in (("sk-key-a-0001", 2), ("sk-key-b-0002", 1)):
+        with gateway.http(key) as http:
+            for _ in range(count):
+                assert http.post("/v1/chat/completions", json=REQUEST).status_code == 422
+    text = scrape(gateway, "sk-key-a-0001")
+    assert sample(text, "bias_key_verdicts_total", key="a", verdict="block") == 2
+    assert sample(text, "bias_key_verdicts_total", key="b", verdict="block") == 1
+    assert matching(text, "bias_key_verdicts_total", verdict="pass") == []
+    # No key's secret ever becomes a label.
+    assert "sk-key" not in text
 
 
 def test_judge_errors_and_stream_ttft(fake_openai: FakeOpenAI, make_gateway: MakeGateway) -> None:

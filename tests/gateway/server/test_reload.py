@@ -225,7 +225,9 @@ def test_a_new_judge_takes_new_work_while_a_scoring_under_way_ends_on_the_old(
     assert new_judge.limiter is old_judge.limiter
 
 
-def test_an_invalid_config_is_refused_and_the_running_one_kept(serve: Any) -> None:
+def test_an_invalid_config_is_refused_and_the_running_one_kept(
+    serve: Any, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
     gateway = serve()
     before = gateway.state
     data = yaml.safe_load(gateway.path.read_text())
@@ -255,6 +257,10 @@ def test_an_invalid_config_is_refused_and_the_running_one_kept(serve: Any) -> No
     gateway.path.unlink()
     assert "no such file" in gateway.reload().json()["error"]
     assert 'gateway_config_reloads_total{outcome="refused"} 3.0' in gateway.metrics()
+    assert "gateway_config_last_reload_successful 0.0" in gateway.metrics()
+    write(gateway.path, config_data(fake_openai, tmp_path))
+    assert gateway.reload().json()["outcome"] == "ok"
+    assert "gateway_config_last_reload_successful 1.0" in gateway.metrics()
 
 
 def test_a_reload_never_opens_a_gateway_that_had_keys(serve: Any) -> None:
@@ -307,10 +313,13 @@ def test_an_app_given_settings_in_code_has_nothing_to_reload(
     try:
         headers = {"authorization": f"Bearer {OPS}"}
         answer = httpx.post(f"{server.url}/admin/reload", headers=headers, timeout=10)
+        metrics = httpx.get(f"{server.url}/metrics", headers=headers, timeout=10).text
     finally:
         server.stop()
     assert answer.status_code == 422
     assert "nothing to read again" in answer.json()["error"]
+    # Nothing to read is no broken config: the reload alert stays quiet.
+    assert "gateway_config_last_reload_successful 1.0" in metrics
 
 
 async def test_a_sighup_while_starting_is_kept_and_later_ones_reload_in_the_loop(
