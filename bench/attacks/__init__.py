@@ -9,5 +9,8 @@ gateway knows them), in front of the fake upstream answering with the entry, and
 of each judge: the demo judge, and a gullible judge that obeys instructions it
 finds anywhere in its prompt (`tests.support.gullible_judge`). It counts, by
 family, the attacks that passed (delivered with verdict pass and no tamper mark)
-and the benign texts flagged, blocked or marked.
+and the benign texts flagged, blocked or marked. An attack with a `plain` text (its
+biased content, undisguised) also sends that text alone through each cell once, the
+control: its passes split into the judge's misses (the plain text passed too) and
+defence failures (the plain text was caught, the attack was not).
 """

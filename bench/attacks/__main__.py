@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         "commit": source_note(),  # before the run: the code the gateways start with
         "machine": f"{os.cpu_count()} cores ({cpu_model()}), Python {sys.version.split()[0]}",
         "corpus": f"{args.corpus or 'tests/support/attacks'}: {len(entries)} entries"
-        f" ({sum(entry.attack for entry in entries)} attacks)",
+        f" ({sum(entry.attack for entry in entries)} attacks,"
+        f" {sum(entry.control() is not None for entry in entries)} with a plain text)",
         "surfaces": [surface.name for surface in surfaces],
     }
     print(f"bench attacks: {meta['machine']}; {meta['commit']}", file=sys.stderr)

@@ -33,10 +33,23 @@ class Entry:
     tool_name: str | None = None
     arguments: Any = None  # a tool call's arguments: an object, or its JSON text
     obfuscation: str | None = None  # how an injection hides: zero_width, lookalike...
+    # The attack's biased content as plain text: decoded, in ordinary letters, without
+    # padding or the words addressed to the judge (`control`).
+    plain: str | None = None
 
     @property
     def attack(self) -> bool:
         return self.family != "benign"
+
+    def control(self) -> Entry | None:
+        """The attack's plain text as an entry of its own, answered as text: what the
+        judge makes of the content with no defence to beat (None without `plain`)."""
+        if self.plain is None or not self.attack:
+            return None
+        return Entry(
+            id=f"{self.id}~plain", family=self.family, style=self.style,
+            language=self.language, text=self.plain, biased=self.biased,
+        )  # fmt: skip
 
     @property
     def key(self) -> str:
@@ -72,6 +85,7 @@ def entry_of(raw: Any) -> Entry:
         tool_name=fields.get("tool_name"),
         arguments=fields.get("arguments"),
         obfuscation=fields.get("obfuscation"),
+        plain=fields.get("plain") or None,
     )
 
 

@@ -5,6 +5,11 @@ Processes: the judges (the demo judge, `gateway.demo.server`, and the gullible
 judge, `tests.support.gullible_judge`) and each cell's gateway run as processes of
 their own (`bench.procs`); the fake upstream (`tests.support.attack_runs.AnswerBook`)
 runs in a thread of the bench, since the bench files every entry's answer in it.
+
+Controls: an attack with a `plain` text (`Entry.control`) also sends that text
+through each cell once, as a whole chat answer. An attack that passed is then a
+defence failure when the cell caught its plain text, and a recall miss when the cell
+passed that too (the judge does not call the content biased, defences or not).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +28,21 @@ import yaml
 
 from bench.attacks.corpus import Entry
 from bench.procs import Processes, ServerProcess, free_port
-from tests.support.attack_runs import AnswerBook, Clients, Delivery, send
+from tests.support.attack_runs import AnswerBook, Clients, Delivery, ToolCall, send
 from tests.support.servers import ServerThread
 
-__all__ = ["CONFIGS", "JUDGES", "Cell", "Row", "Surface", "accepted", "parse_surfaces", "run"]
+__all__ = [
+    "CONFIGS",
+    "CONTROL_SURFACE",
+    "JUDGES",
+    "Cell",
+    "Row",
+    "Split",
+    "Surface",
+    "accepted",
+    "parse_surfaces",
+    "run",
+]
 
 JUDGES = ("demo", "gullible")
 # The shipped policy, and the hardening the issue recommends for enforce. A gateway that
@@ -46,6 +63,17 @@ class Surface:
     @property
     def name(self) -> str:
         return f"{self.api}-stream" if self.stream else self.api
+
+
+# A control asks what the judge makes of the content, so one surface does for all.
+CONTROL_SURFACE = Surface("chat", stream=False)
+
+
+class Split(StrEnum):
+    """Why an attack that passed passed, by its control (`Row.split`)."""
+
+    RECALL = "recall"  # the cell passed the plain text too
+    DEFENCE = "defence"  # the cell caught the plain text: a defence let the attack by
 
 
 def parse_surfaces(spec: str) -> list[Surface]:
@@ -69,6 +97,33 @@ class Row:
     surface: Surface
     delivery: Delivery | None = None
     why: str = ""
+    control: Row | None = None  # the entry's plain text through the same cell
+
+    @property
+    def judge_error(self) -> bool:
+        """Delivered unscored after a judge error: neither passed nor caught."""
+        return self.delivery is not None and (self.delivery.record or {}).get("status") == "error"
+
+    @property
+    def passed(self) -> bool:
+        return self.delivery is not None and not self.judge_error and self.delivery.passed
+
+    @property
+    def plain_caught(self) -> bool | None:
+        """Whether the cell flagged, blocked or marked the entry's plain text; None with
+        no control, or one not run or not scored."""
+        control = self.control
+        if control is None or control.delivery is None or control.judge_error:
+            return None
+        return not control.passed
+
+    @property
+    def split(self) -> Split | None:
+        """For an attack that passed and has a control: recall miss or defence failure."""
+        caught = self.plain_caught
+        if not self.passed or caught is None:
+            return None
+        return Split.DEFENCE if caught else Split.RECALL
 
     def facts(self) -> dict[str, Any]:
         record = (self.delivery.record or {}) if self.delivery else {}
@@ -87,6 +142,8 @@ class Row:
                 self.delivery.headers.get("x-bias-skip-reason") if self.delivery else None
             ),
             "score": record.get("score"),
+            "plain_caught": self.plain_caught,
+            "split": self.split.value if self.split else None,
         }
 
 
@@ -97,6 +154,7 @@ class Cell:
     applied: dict[str, Any]  # the config's keys this gateway took
     refused: dict[str, str]  # those it refused, with its one-line reason
     rows: list[Row] = field(default_factory=list)
+    controls: list[Row] = field(default_factory=list)  # each attack's plain text, once
 
 
 def _config_yaml(
@@ -184,6 +242,31 @@ def _run_cell(
         return list(pool.map(one, rows))
 
 
+def _answers(entries: Sequence[Entry]) -> dict[str, str | ToolCall]:
+    """What the fake upstream answers, by key; two entries may not share one."""
+    answers: dict[str, str | ToolCall] = {}
+    for entry in entries:
+        if entry.key in answers:
+            raise ValueError(f"two entries answer under the key {entry.key!r}: rename one")
+        answers[entry.key] = entry.answer()
+    return answers
+
+
+def _rows(entries: Sequence[Entry], surfaces: Sequence[Surface]) -> tuple[list[Row], list[Row]]:
+    """A cell's rows (each entry on each surface), and its controls, linked to them."""
+    controls = {}
+    for entry in entries:
+        control = entry.control()
+        if control is not None:
+            controls[entry.id] = Row(control, CONTROL_SURFACE)
+    rows = [
+        Row(entry, surface, control=controls.get(entry.id))
+        for entry in entries
+        for surface in surfaces
+    ]
+    return rows, list(controls.values())
+
+
 def run(
     entries: Sequence[Entry],
     judges: Sequence[str],
@@ -193,11 +276,13 @@ def run(
     concurrency: int = 4,
     progress: Callable[[str], None] = lambda line: None,
 ) -> list[Cell]:
-    """Every cell (judge x config), each with a row per entry and surface."""
+    """Every cell (judge x config), each with a row per entry and surface, and a
+    control per attack with a plain text."""
     book = AnswerBook()
     upstream = ServerThread(book.app).start()
     book.base_url = f"{upstream.url}/v1"
-    book.answers = {entry.key: entry.answer() for entry in entries}
+    controls = [control for entry in entries if (control := entry.control()) is not None]
+    book.answers = _answers([*entries, *controls])
     configs = {config: accepted(work, wanted) for config, wanted in CONFIGS.items()}
     cells: list[Cell] = []
     try:
@@ -209,9 +294,10 @@ def run(
                     path = _config_yaml(work, name, upstream.url, judge, taken)
                     gateway = _start_gateway(procs, work, name, path)
                     clients = Clients(gateway.url)
-                    rows = [Row(entry, surface) for entry in entries for surface in surfaces]
-                    cell = Cell(which, config, taken, refused)
-                    cell.rows = _run_cell(clients, rows, f"{which}/{config}", concurrency, progress)
+                    rows, checks = _rows(entries, surfaces)
+                    cell = Cell(which, config, taken, refused, rows, checks)
+                    label = f"{which}/{config}"
+                    _run_cell(clients, [*rows, *checks], label, concurrency, progress)
                     clients.close()
                     procs.stop(gateway)
                     cells.append(cell)
