@@ -97,6 +97,9 @@ _ENV_TEMPLATE: dict[str, Any] = {
         "base_url": "${BIAS_JUDGE_BASE_URL:-}",
         "api_key": "${BIAS_JUDGE_API_KEY:-}",
         "scale": "${BIAS_SCALE:-1}",
+        "timeout": "${BIAS_JUDGE_TIMEOUT:-30}",
+        "max_tokens": "${BIAS_JUDGE_MAX_TOKENS:-}",
+        "max_text_chars": "${BIAS_JUDGE_MAX_TEXT_CHARS:-100000}",
     },
     "policies": {
         "default": {
