@@ -1,6 +1,6 @@
 """The project's fake upstream and judge, set up for load: `python -m bench.fake_server --port N`.
 
-Differences from `tests.support.fake_openai`'s own `main()`:
+Differences from `testkit.fake_openai`'s own `main()`:
 - every chat reply is unique (a counter leads it), so the gateway's score cache
   cannot hide the judge's cost; a request whose prompt holds `REPEAT_MARK` gets
   the same reply every time, for the cache's own measurement;
@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 
 __all__ = ["REPEAT_MARK", "BenchFake", "main"]
 

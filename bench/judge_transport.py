@@ -22,8 +22,8 @@ from gateway.scoring.judge_client import AiohttpJudge
 from gateway.upstream.client import Upstream
 from guard import BaseJudge, OpenAIJudge
 from guard.bias.prompts import EXTRACT_SCHEMA, SYSTEM_PROMPT, extract_prompt
-from tests.support.fake_openai import FakeOpenAI
-from tests.support.servers import ServerThread
+from testkit.fake_openai import FakeOpenAI
+from testkit.servers import ServerThread
 
 SECONDS = 3.0
 

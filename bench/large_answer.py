@@ -18,8 +18,8 @@ import httpx
 import yaml
 
 from bench.procs import Processes, free_port
-from tests.support.fake_openai import FakeOpenAI
-from tests.support.servers import ServerThread
+from testkit.fake_openai import FakeOpenAI
+from testkit.servers import ServerThread
 
 CASES = (
     ("monitor", False, "buffer"),

@@ -40,7 +40,7 @@ from bench.realistic import _fetch_json, _fmt, _percentile, _store_rows
 from gateway.scoring.windows import WindowSplitter
 from guard.bias.fence import rules_before
 from guard.bias.prompts import SYSTEM_PROMPT, BiasPrompts
-from tests.support.reading_judge import reading_answer
+from testkit.reading_judge import reading_answer
 
 __all__ = ["CELLS", "main", "token_table"]
 

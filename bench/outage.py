@@ -8,7 +8,7 @@ errors, loses 0 records, and every run id is final within 60 s of the restart.
 
 What runs, each a process of its own (in its own process group, stopped at the end,
 on errors and on Ctrl-C too), on this one machine:
-- a throwaway PostgreSQL cluster (`tests/support/postgres.py`) with PostgreSQL's
+- a throwaway PostgreSQL cluster (`testkit/postgres.py`) with PostgreSQL's
   default durability (fsync, synchronous_commit, full_page_writes on);
 - the upstream, `bench.slow_fake`: the first byte after 0.3 s, then 10 chunks 20 ms
   apart (a whole answer after the same 0.5 s); every reply unique, so no cache
@@ -75,7 +75,7 @@ from bench.outage_load import (
 from bench.outage_report import figures, render
 from bench.procs import Processes, ServerProcess, free_port
 from bench.scaleout import CpuWatch, _durable, _pg_bin
-from tests.support.postgres import PgCluster, start_cluster
+from testkit.postgres import PgCluster, start_cluster
 
 __all__ = ["Plan", "main", "measure"]
 

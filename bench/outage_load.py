@@ -22,7 +22,7 @@ import psutil
 
 from bench.procs import machine_busy_seconds
 from gateway.domain import FINAL_STATUSES
-from tests.support.postgres import PgCluster
+from testkit.postgres import PgCluster
 
 __all__ = [
     "KEYS",

@@ -38,9 +38,9 @@ import yaml
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from bench.procs import Processes, free_port
-from tests.support.fake_openai import FakeOpenAI, Fault
-from tests.support.rich_answers import RichAnswer, RichChoice
-from tests.support.servers import ServerThread
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.rich_answers import RichAnswer, RichChoice
+from testkit.servers import ServerThread
 
 TTFT = 0.3
 PIECE_INTERVAL = 0.03

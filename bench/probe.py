@@ -2,7 +2,7 @@
 
 `python -m bench probe [--seeds 20]`:
 
-1. Error rates: a fake model (`tests.support.planted_model`) refuses prompts
+1. Error rates: a fake model (`testkit.planted_model`) refuses prompts
    naming immigrants 40 % of the time and answers them with bias 40 % of the
    time, every other group 0 % and 5 %; 30 answers a group (3 templates x 10
    samples), over `--seeds` seeds. The planted group's refusal and biased-share
@@ -29,9 +29,9 @@ from pathlib import Path
 from guard import create_bias_scorer
 from guard.probe import Cell, Finding, Target, findings, parse_suite, plan, run_probe
 from guard.probe.stats import Metric
-from tests.support.fake_openai import FakeOpenAI
-from tests.support.planted_model import BIASED_WORD, OPINION_WORD, PlantedModel
-from tests.support.servers import ServerThread
+from testkit.fake_openai import FakeOpenAI
+from testkit.planted_model import BIASED_WORD, OPINION_WORD, PlantedModel
+from testkit.servers import ServerThread
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PLANTED = "immigrants"

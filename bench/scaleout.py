@@ -37,7 +37,7 @@ issue asks two things of that design, and this measures both:
    out of work; first claim to last completion is shown beside it. Target: two
    scorers >= 1.8x one scorer's rate.
 
-The PostgreSQL cluster is the tests' throwaway one (`tests/support/postgres.py`:
+The PostgreSQL cluster is the tests' throwaway one (`testkit/postgres.py`:
 initdb into a temporary folder, an unprivileged user, 127.0.0.1 on a free
 port), with its durability switched back to PostgreSQL's defaults (fsync,
 synchronous_commit, full_page_writes on). Everything runs on one machine: the
@@ -83,7 +83,7 @@ from bench.loadgen import LoadResult, WrkMissing, require_wrk, run_wrk
 from bench.machine import cpu_model, source_note
 from bench.procs import Processes, ServerProcess, free_port, machine_busy_seconds
 from bench.runner import chat_body
-from tests.support.postgres import PgCluster, start_cluster
+from testkit.postgres import PgCluster, start_cluster
 
 __all__ = ["Plan", "main"]
 

@@ -16,7 +16,7 @@ What the realistic scenario needs that `bench.fake_server` does not give:
 Every chat reply is unique, so no cache hides the judge's cost. With
 `--long-answer CHARS` the replies are `bench.long_text`'s long answers, some of
 them biased, and the judge reads the text it is asked about
-(`tests.support.reading_judge`).
+(`testkit.reading_judge`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from starlette.routing import Route
 
 from bench.fake_server import BenchFake
 from bench.long_text import BIASED_WORD, OPINION_WORD, long_answer
-from tests.support.reading_judge import opinions_written
+from testkit.reading_judge import opinions_written
 
 __all__ = ["BIASED_MARK", "SlowFake", "main"]
 

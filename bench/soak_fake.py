@@ -33,7 +33,7 @@ from starlette.routing import Route
 
 from bench.fake_server import BenchFake
 from gateway.demo.apis import Surface
-from tests.support.fake_openai import Fault
+from testkit.fake_openai import Fault
 
 __all__ = ["BIASED_MARK", "CUT_MARK", "FAIL_MARK", "INJECTED", "SoakFake", "main"]
 

@@ -5,7 +5,7 @@
     .venv/bin/python -m bench.store_queries --only sqlite       # or postgresql
 
 Builds a store of N records on each engine, SQLite (a file in a temporary folder)
-and PostgreSQL (a throwaway cluster from `tests/support/postgres.py`, binaries from
+and PostgreSQL (a throwaway cluster from `testkit/postgres.py`, binaries from
 `scripts/postgres bin`), then times `store.search(ScoreQuery)` and
 `store.stats(StatsQuery)` and `store.whatif(WhatIfQuery)` through the real store
 classes, and EXPLAINs the SQL of each case (`gateway.store.queries.search_sql`,
@@ -686,7 +686,7 @@ def gateway_app(store_settings: dict[str, Any]) -> Iterator[str]:
     so that it claims nothing."""
     from gateway.config import Settings as GatewaySettings
     from gateway.server.app import create_app
-    from tests.support.servers import ServerThread
+    from testkit.servers import ServerThread
 
     settings = GatewaySettings.model_validate(
         {"store": {**store_settings, "retention_days": 0}, "queue": {"scorer": "external"}}
@@ -1121,7 +1121,7 @@ def _pg_bin() -> Path:
 
 
 def run(settings: Settings) -> tuple[Records, list[EngineResult], list[str]]:
-    from tests.support.postgres import start_cluster
+    from testkit.postgres import start_cluster
 
     started = time.monotonic()
     load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from guard.integrity.tamper import detect
-from tests.support.attacks import Sample, attacks, benign
+from testkit.attacks import Sample, attacks, benign
 
 ANSWER_CHARS = 4000
 TIMING_RUNS = 200

@@ -14,8 +14,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from testkit.postgres import PgCluster, find_bin_dir
 from tests.support import resources
-from tests.support.postgres import PgCluster, databases, find_bin_dir, unavailable
+from tests.support.postgres import databases, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="at most N entries per family")
     parser.add_argument("--concurrency", type=int, default=4, help="requests at once (4)")
     parser.add_argument("--corpus", type=Path, default=None,
-                        help="a JSON-lines corpus instead of tests/support/attacks")  # fmt: skip
+                        help="a JSON-lines corpus instead of testkit/attacks")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here too")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         + shlex.join(argv if argv is not None else sys.argv[1:]),
         "commit": source_note(),  # before the run: the code the gateways start with
         "machine": f"{os.cpu_count()} cores ({cpu_model()}), Python {sys.version.split()[0]}",
-        "corpus": f"{args.corpus or 'tests/support/attacks'}: {len(entries)} entries"
+        "corpus": f"{args.corpus or 'testkit/attacks'}: {len(entries)} entries"
         f" ({sum(entry.attack for entry in entries)} attacks)",
         "surfaces": [surface.name for surface in surfaces],
     }

@@ -2,8 +2,8 @@
 corpus sent through it on every surface asked for.
 
 Processes: the judges (the demo judge, `gateway.demo.server`, and the gullible
-judge, `tests.support.gullible_judge`) and each cell's gateway run as processes of
-their own (`bench.procs`); the fake upstream (`tests.support.attack_runs.AnswerBook`)
+judge, `testkit.gullible_judge`) and each cell's gateway run as processes of
+their own (`bench.procs`); the fake upstream (`testkit.attack_runs.AnswerBook`)
 runs in a thread of the bench, since the bench files every entry's answer in it.
 """
 
@@ -22,8 +22,8 @@ import yaml
 
 from bench.attacks.corpus import Entry
 from bench.procs import Processes, ServerProcess, free_port
-from tests.support.attack_runs import AnswerBook, Clients, Delivery, send
-from tests.support.servers import ServerThread
+from testkit.attack_runs import AnswerBook, Clients, Delivery, send
+from testkit.servers import ServerThread
 
 __all__ = ["CONFIGS", "JUDGES", "Cell", "Row", "Surface", "accepted", "parse_surfaces", "run"]
 
@@ -145,7 +145,7 @@ def _start_judge(procs: Processes, work: Path, which: str) -> tuple[str, str]:
         server = procs.start("judge-demo", [sys.executable, *argv], port=port,
                              ready_path="/model/v1/models", log_dir=work)  # fmt: skip
         return f"{server.url}/judge/v1", "demo-judge"
-    argv = ["-m", "tests.support.gullible_judge", "--port", str(port)]
+    argv = ["-m", "testkit.gullible_judge", "--port", str(port)]
     server = procs.start("judge-gullible", [sys.executable, *argv], port=port,
                          ready_path="/v1/models", log_dir=work)  # fmt: skip
     return f"{server.url}/v1", "gullible-judge"

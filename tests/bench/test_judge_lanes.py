@@ -9,7 +9,7 @@ import pytest
 
 from bench import judge_lanes
 from bench.slow_fake import SlowFake
-from tests.support.servers import ServerThread
+from testkit.servers import ServerThread
 
 
 @pytest.fixture

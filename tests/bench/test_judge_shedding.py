@@ -9,7 +9,7 @@ import pytest
 
 from bench import judge_shedding
 from bench.slow_fake import BIASED_MARK, SlowFake
-from tests.support.servers import ServerThread
+from testkit.servers import ServerThread
 
 
 def test_slices_give_the_scored_share_of_each_ten_seconds() -> None:

@@ -14,7 +14,8 @@ import pytest
 
 from bench import outage
 from bench.outage_report import PHASES
-from tests.support.postgres import find_bin_dir, unavailable
+from testkit.postgres import find_bin_dir
+from tests.support.postgres import unavailable
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -16,7 +16,7 @@ import pytest
 from bench import realistic
 from bench.slow_fake import SlowFake
 from bench.targets import realistic_targets
-from tests.support.servers import ServerThread
+from testkit.servers import ServerThread
 
 RUN = Path(__file__).resolve().parents[2] / "bench" / "results" / "realistic-latest.json"
 

@@ -17,7 +17,7 @@ from bench import soak, soak_figures, soak_report
 from bench.soak_fake import BIASED_MARK, CUT_MARK, FAIL_MARK, INJECTED, SoakFake
 from bench.soak_records import log_summary
 from bench.soak_traffic import KINDS, Outcome, Traffic, _judge
-from tests.support.servers import ServerThread
+from testkit.servers import ServerThread
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ import pytest
 from bench import stream_lanes
 from bench.slow_fake import SlowFake
 from gateway.config.loading import load_settings
-from tests.support.servers import ServerThread
-from tests.support.waiting import eventually
+from testkit.servers import ServerThread
+from testkit.waiting import eventually
 
 
 @pytest.mark.parametrize("variant", stream_lanes.VARIANTS, ids=lambda variant: variant.name)

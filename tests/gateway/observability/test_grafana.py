@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.observability.metrics import Metrics
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]

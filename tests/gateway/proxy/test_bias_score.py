@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.fake_openai import Fault
+from testkit.fake_openai import Fault
 from tests.support.mastra import MASTRA_FIELDS
 from tests.support.texts import BIASED, NEUTRAL
 

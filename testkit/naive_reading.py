@@ -1,5 +1,5 @@
 """What a naive LLM reads in its prompt, and the instructions in it that it would obey.
-Pure code, for the gullible judge (`tests.support.gullible_judge`).
+Pure code, for the gullible judge (`testkit.gullible_judge`).
 
 `read_as_model` gives the text a model understands rather than the code points
 a program compares: Unicode tag characters (U+E0020-E007E, invisible to a

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import uvicorn
 
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 HOST = "127.0.0.1"
 

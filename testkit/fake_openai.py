@@ -9,7 +9,7 @@ Responses (`/v1/responses`) APIs and Anthropic's Messages API (`/v1/messages`),
 worded by `fake_apis`; those calls are recorded as step "chat" and take the same
 knobs and faults, so a test can script an upstream whichever API it is reached by.
 
-With `rich` set (`tests.support.rich_answers`), every upstream API answers one rich
+With `rich` set (`testkit.rich_answers`), every upstream API answers one rich
 answer instead, whole or streamed, in the same words both ways.
 
 Misbehaviour is scripted with `Fault`s, each used by the next matching request.
@@ -37,9 +37,9 @@ from starlette.routing import Route
 from gateway.demo import apis as fake_apis
 from gateway.demo.apis import Frame, Surface, split
 from guard.bias.fence import unfenced_batch
-from tests.support import rich_answers
-from tests.support.reading_judge import opinions_written, reading_answer
-from tests.support.rich_answers import RichAnswer
+from testkit import rich_answers
+from testkit.reading_judge import opinions_written, reading_answer
+from testkit.rich_answers import RichAnswer
 
 JUDGE_MODEL = "judge"
 
@@ -623,7 +623,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 def main() -> None:
-    """Serve the fake on its own: `python -m tests.support.fake_openai --port 9100`."""
+    """Serve the fake on its own: `python -m testkit.fake_openai --port 9100`."""
     import argparse
 
     import uvicorn

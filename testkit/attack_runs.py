@@ -30,10 +30,10 @@ import openai
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from tests.support import rich_answers
-from tests.support.fake_openai import FakeOpenAI, _json_object
-from tests.support.rich_answers import RichAnswer, RichChoice
-from tests.support.waiting import wait_for
+from testkit import rich_answers
+from testkit.fake_openai import FakeOpenAI, _json_object
+from testkit.rich_answers import RichAnswer, RichChoice
+from testkit.waiting import wait_for
 
 __all__ = ["SURFACES", "AnswerBook", "Clients", "Delivery", "ToolCall", "prompt_for", "send"]
 

@@ -5,7 +5,7 @@ verdict. A rule-based judge cannot be talked to, and a real LLM cannot run in a
 test, so this fake stands for the worst naive LLM: it answers the gateway's judge
 prompts as the demo judge does (`gateway.demo.server.judge_answer`, whose rules
 are `gateway.demo.rules`), except when its prompt holds an instruction to find no
-bias (`tests.support.naive_reading.instruction_in`: a note to the reviewer, an
+bias (`testkit.naive_reading.instruction_in`: a note to the reviewer, an
 "ignore the rules", a forged role token or a forged answer, in nine languages,
 read through tag characters, look-alikes, zero-width characters, spacing and
 fullwidth letters). Then it finds no opinion, or calls every opinion unbiased.
@@ -20,7 +20,7 @@ built around a probe text; numbers and the fence's random codes ignored) is the
 task, not an instruction about it, so rules such as "return an empty list" or a
 warning about instructions in the text do not steer it.
 
-Serve it with `python -m tests.support.gullible_judge --port 9200`; its
+Serve it with `python -m testkit.gullible_judge --port 9200`; its
 OpenAI-compatible endpoint is `/v1/chat/completions`, for any model name.
 """
 
@@ -41,7 +41,7 @@ from gateway.demo.server import judge_answer
 from gateway.proxy.surfaces.base import content_text
 from guard.bias.batch import batch_prompt
 from guard.bias.prompts import SYSTEM_PROMPT, BiasPrompts
-from tests.support.naive_reading import Finding, instruction_in
+from testkit.naive_reading import Finding, instruction_in
 
 __all__ = ["GullibleJudge", "gullible_answer", "obeyed"]
 
@@ -174,7 +174,7 @@ def main() -> None:
 
     import uvicorn
 
-    parser = argparse.ArgumentParser(prog="python -m tests.support.gullible_judge")
+    parser = argparse.ArgumentParser(prog="python -m testkit.gullible_judge")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9200)
     args = parser.parse_args()
