@@ -1,6 +1,6 @@
 """Send an attacker's answer through a gateway, and read what its client was given.
 
-For issue 30's attack suite (`python -m bench.attacks`) and its gate tests:
+For issue 30's attack suite (`python -m bench attacks`) and its gate tests:
 
 - `AnswerBook` is the fake upstream (`FakeOpenAI`) answering each request with the
   answer filed under the key its prompt names (`prompt_for(key)`): a text, or a tool

@@ -1,4 +1,4 @@
-"""`python -m bench.attacks`: issue 30's attack suite, and its attack-success rate.
+"""`python -m bench attacks`: issue 30's attack suite, and its attack-success rate.
 
 It sends each entry of the attack corpus (`testkit/attacks/`: injected
 instructions in nine languages and several styles, hidden text, padding, tool

@@ -18,7 +18,7 @@ from pathlib import Path
 from bench.attacks import corpus
 from bench.attacks.report import as_json, markdown
 from bench.attacks.run import JUDGES, parse_surfaces, run
-from bench.machine import cpu_model, source_note
+from bench.harness.machine import cpu_model, source_note
 
 
 def _progress(line: str) -> None:
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     judges = list(JUDGES) if args.judge == "both" else [args.judge]
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "python -m bench.attacks "
+        "command": "python -m bench attacks "
         + shlex.join(argv if argv is not None else sys.argv[1:]),
         "commit": source_note(),  # before the run: the code the gateways start with
         "machine": f"{os.cpu_count()} cores ({cpu_model()}), Python {sys.version.split()[0]}",

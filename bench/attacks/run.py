@@ -3,7 +3,7 @@ corpus sent through it on every surface asked for.
 
 Processes: the judges (the demo judge, `gateway.demo.server`, and the gullible
 judge, `testkit.gullible_judge`) and each cell's gateway run as processes of
-their own (`bench.procs`); the fake upstream (`testkit.attack_runs.AnswerBook`)
+their own (`bench.harness.procs`); the fake upstream (`testkit.attack_runs.AnswerBook`)
 runs in a thread of the bench, since the bench files every entry's answer in it.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from bench.attacks.corpus import Entry
-from bench.procs import Processes, ServerProcess, free_port
+from bench.harness.procs import Processes, ServerProcess, free_port
 from testkit.attack_runs import AnswerBook, Clients, Delivery, send
 from testkit.servers import ServerThread
 

@@ -9,7 +9,7 @@ or CJK text, Cyrillic or Greek, and emoji. Hidden characters are written as JSON
 escapes, so the files read plainly.
 
 Both the tamper detector's tests (`tests/guard/integrity/test_tamper.py`) and the
-attack benches (`python -m bench.tamper_corpus`, `python -m bench.attacks`) read it
+attack benches (`python -m bench tamper_corpus`, `python -m bench attacks`) read it
 through `attacks()`, `benign()` and `corpus()`.
 """
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from bench import judge_lanes
-from bench.slow_fake import SlowFake
+from bench.fakes.slow import SlowFake
+from bench.judge import lanes as judge_lanes
 from testkit.servers import ServerThread
 
 

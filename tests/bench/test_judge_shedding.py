@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bench import judge_shedding
-from bench.slow_fake import BIASED_MARK, SlowFake
+from bench.fakes.slow import BIASED_MARK, SlowFake
+from bench.judge import shedding as judge_shedding
 from testkit.servers import ServerThread
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bench import realistic
-from bench.slow_fake import SlowFake
-from bench.targets import realistic_targets
+from bench.fakes.slow import SlowFake
+from bench.peers import realistic
+from bench.peers.targets import realistic_targets
 from testkit.servers import ServerThread
 
 RUN = Path(__file__).resolve().parents[2] / "bench" / "results" / "realistic-latest.json"

@@ -13,10 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
-from bench import soak, soak_figures, soak_report
-from bench.soak_fake import BIASED_MARK, CUT_MARK, FAIL_MARK, INJECTED, SoakFake
-from bench.soak_records import log_summary
-from bench.soak_traffic import KINDS, Outcome, Traffic, _judge
+from bench.fakes.soak import BIASED_MARK, CUT_MARK, FAIL_MARK, INJECTED, SoakFake
+from bench.soak import figures as soak_figures
+from bench.soak import report as soak_report
+from bench.soak import run as soak
+from bench.soak.records import log_summary
+from bench.soak.traffic import KINDS, Outcome, Traffic, _judge
 from testkit.servers import ServerThread
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bench import stream_lanes
-from bench.slow_fake import SlowFake
+from bench.fakes.slow import SlowFake
+from bench.judge import stream_lanes
 from gateway.config.loading import load_settings
 from testkit.servers import ServerThread
 from testkit.waiting import eventually
@@ -126,7 +126,7 @@ def test_the_report_names_the_machine_the_command_and_the_target() -> None:
     cells = [cell("stream windowed", 3500.0, 3650.0)]
     meta = {
         "date": "2026-12-03-1500", "machine": "2 cores (a CPU), Python 3.11.7",
-        "commit": "636d2b7", "command": "python -m bench.stream_lanes --duration 5",
+        "commit": "636d2b7", "command": "python -m bench stream_lanes --duration 5",
         "load_average_before": [1.0, 1.0, 1.0], "load_average_after": [2.0, 1.5, 1.0],
     }  # fmt: skip
     results = {
@@ -137,7 +137,7 @@ def test_the_report_names_the_machine_the_command_and_the_target() -> None:
     }
     text = stream_lanes.report(results)
     assert "Machine: 2 cores (a CPU), Python 3.11.7" in text
-    assert "Command: `python -m bench.stream_lanes --duration 5`" in text
+    assert "Command: `python -m bench stream_lanes --duration 5`" in text
     assert "Target: p50 beside / alone ≤ 1.3 in every cell." in text
     row = next(line for line in text.splitlines() if line.startswith("| stream windowed |"))
     assert row.split(" | ")[1:5] == ["40 / 40", "3500", "3650", "1.04"]
