@@ -18,7 +18,7 @@ from pathlib import Path
 from bench.attacks import corpus
 from bench.attacks.report import as_json, markdown
 from bench.attacks.run import JUDGES, parse_surfaces, run
-from bench.harness.machine import cpu_model, source_note
+from bench.harness.machine import machine_line, source_note
 
 
 def _progress(line: str) -> None:
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bench attacks "
         + shlex.join(argv if argv is not None else sys.argv[1:]),
         "commit": source_note(),  # before the run: the code the gateways start with
-        "machine": f"{os.cpu_count()} cores ({cpu_model()}), Python {sys.version.split()[0]}",
+        "machine": machine_line(),
         "corpus": f"{args.corpus or 'testkit/attacks'}: {len(entries)} entries"
         f" ({sum(entry.attack for entry in entries)} attacks)",
         "surfaces": [surface.name for surface in surfaces],

@@ -19,6 +19,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from bench.harness.report import table
 from guard.integrity.tamper import detect
 from testkit.attacks import Sample, attacks, benign
 
@@ -57,11 +58,8 @@ def _rows(samples: Sequence[Sample], key: Callable[[Sample], str | None]) -> lis
     return rows
 
 
-def _table(title: str, header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    lines = [f"### {title}", "", "| " + " | ".join(header) + " |"]
-    lines.append("|" + "|".join(" --- " for _ in header) + "|")
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+def _section(title: str, header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    return "\n".join([f"### {title}", "", *table(header, rows)]) + "\n"
 
 
 ATTACK_HEADER = ("group", "texts", "marked", "marked %", "expected kinds found")
@@ -118,7 +116,7 @@ def _timing() -> str:
         for name, text in cases.items()
     ]
     header = ("answer", "detect p50 µs", "re.findall(r'\\w+') p50 µs")
-    return _table("Cost of detect() on a 4,000-character answer (CPU time)", header, rows)
+    return _section("Cost of detect() on a 4,000-character answer (CPU time)", header, rows)
 
 
 def report(*, timing: bool = True) -> str:
@@ -127,20 +125,20 @@ def report(*, timing: bool = True) -> str:
     benign_samples = benign()
     parts = [
         "## Tamper detector over the attack corpus\n",
-        _table("Attacks by family", ATTACK_HEADER, _rows(attack_samples, lambda s: s.family)),
-        _table("Injection by style", ATTACK_HEADER, _rows(injections, lambda s: s.style)),
-        _table("Injection by language", ATTACK_HEADER, _rows(injections, lambda s: s.language)),
-        _table(
+        _section("Attacks by family", ATTACK_HEADER, _rows(attack_samples, lambda s: s.family)),
+        _section("Injection by style", ATTACK_HEADER, _rows(injections, lambda s: s.style)),
+        _section("Injection by language", ATTACK_HEADER, _rows(injections, lambda s: s.language)),
+        _section(
             "Injection by obfuscation",
             ATTACK_HEADER,
             _rows(injections, lambda s: s.obfuscation or "none"),
         ),
-        _table(
+        _section(
             "Hidden text by technique",
             ATTACK_HEADER,
             _rows([s for s in attack_samples if s.family == "hidden_text"], lambda s: s.style),
         ),
-        _table(
+        _section(
             "Benign texts by topic",
             BENIGN_HEADER,
             [[*row[:4], "-"] for row in _rows(benign_samples, lambda s: s.style)],

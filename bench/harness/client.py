@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import resource
-import statistics
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
@@ -17,6 +16,8 @@ from typing import Any, TypeVar
 
 import aiohttp
 import uvloop
+
+from bench.harness.report import percentile
 
 __all__ = [
     "PacedStats",
@@ -53,12 +54,10 @@ class StreamStats:
         return asdict(self)
 
 
-def _percentile(values: list[float], share: float) -> float:
-    if not values:
-        return float("nan")
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[round(share * 100) - 1]
+def _ms(values: list[float], share: float) -> float:
+    """A percentile to three places, or NaN for no values (the fields are floats)."""
+    found = percentile(values, share, 3)
+    return float("nan") if found is None else found
 
 
 def _session(concurrency: int, api_key: str) -> aiohttp.ClientSession:
@@ -115,9 +114,9 @@ async def probe_streams(
     return StreamStats(
         streams=len(ttfts),
         rps=round(len(ttfts) / wall, 1),
-        ttft_p50_ms=round(_percentile(ttfts, 0.5), 3),
-        ttft_p99_ms=round(_percentile(ttfts, 0.99), 3),
-        total_p50_ms=round(_percentile(totals, 0.5), 3),
+        ttft_p50_ms=_ms(ttfts, 0.5),
+        ttft_p99_ms=_ms(ttfts, 0.99),
+        total_p50_ms=_ms(totals, 0.5),
         errors=errors,
         cpu_percent=round(100 * (_cpu() - started_cpu) / wall, 1),
     )
@@ -173,9 +172,9 @@ async def probe_paced(
     return PacedStats(
         rate=rate,
         requests=len(totals),
-        p50_ms=round(_percentile(totals, 0.5), 3),
-        p99_ms=round(_percentile(totals, 0.99), 3),
-        ttft_p50_ms=round(_percentile(ttfts, 0.5), 3) if stream else None,
+        p50_ms=_ms(totals, 0.5),
+        p99_ms=_ms(totals, 0.99),
+        ttft_p50_ms=_ms(ttfts, 0.5) if stream else None,
         errors=errors,
     )
 

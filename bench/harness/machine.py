@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 import subprocess
 from pathlib import Path
 
 from bench.harness.paths import ROOT
 
-__all__ = ["cpu_model", "source_note"]
+__all__ = ["cpu_model", "load_average", "machine_line", "source_note"]
 
 
 def source_note() -> str:
@@ -38,3 +39,17 @@ def cpu_model() -> str:
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or "unknown"
+
+
+def machine_line() -> str:
+    """The machine a report measured on: cores, CPU, memory, system and Python."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 30
+    return (
+        f"{os.cpu_count()} cores ({cpu_model()}), {memory} GiB,"
+        f" {platform.system()} {platform.release()}; Python {platform.python_version()}"
+    )
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages, to two places."""
+    return [round(value, 2) for value in os.getloadavg()]

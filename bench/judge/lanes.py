@@ -37,16 +37,12 @@ from typing import Any
 
 import aiohttp
 
+from bench.harness.machine import load_average, machine_line
+from bench.harness.openloop import Load, Sent, post
 from bench.harness.procs import Processes, ServerProcess, free_port
-from bench.peers.realistic import (
-    _figures,
-    _Load,
-    _post,
-    _Sent,
-    _start_fake,
-    _store_rows,
-    _wait_settled,
-)
+from bench.harness.report import fmt
+from bench.harness.store import store_rows, wait_settled
+from bench.peers.realistic import _figures, _start_fake
 
 __all__ = ["LanesPlan", "main", "run_lanes"]
 
@@ -119,9 +115,9 @@ def _config(upstream: str, judge: str, store: Path, port: int, extra: dict[str, 
 
 async def _paced(
     session: aiohttp.ClientSession, url: str, api_key: str | None, rate: float, duration: float
-) -> _Load:
+) -> Load:
     """`bench.peers.realistic`'s open loop, one key: a request every 1/rate s, each its own task."""
-    load = _Load()
+    load = Load()
     body = {"model": "m", "messages": [{"role": "user", "content": "Tell me about engineers."}]}
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
 
@@ -131,9 +127,9 @@ async def _paced(
         delay = begin + index / rate - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        sent = _Sent(started=time.perf_counter())
+        sent = Sent(started=time.perf_counter())
         load.sent.append(sent)
-        tasks.append(asyncio.create_task(_post(session, url, body, sent, headers)))
+        tasks.append(asyncio.create_task(post(session, url, body, sent, headers)))
     await asyncio.gather(*tasks)
     return load
 
@@ -169,7 +165,7 @@ async def _run_streams(
     duration: float,
     judge: ServerProcess | None = None,
     gateway: ServerProcess | None = None,
-) -> tuple[list[_Load], list[dict[str, float]]]:
+) -> tuple[list[Load], list[dict[str, float]]]:
     samples: list[dict[str, float]] = []
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=120)
@@ -188,8 +184,8 @@ async def _run_streams(
     return list(loads), samples
 
 
-def _scored_share(load: _Load, store: Path) -> float | None:
-    rows = {row["run_id"]: row for row in _store_rows(store)}
+def _scored_share(load: Load, store: Path) -> float | None:
+    rows = {row["run_id"]: row for row in store_rows(store)}
     announced = [sent.run_id for sent in load.sent if sent.run_id]
     if not announced:
         return None
@@ -270,7 +266,7 @@ def _cell(
     _log(f"{cell.name} (judge limit {judge_rps:g} calls/s)")
     streams: tuple[tuple[str | None, float], ...] = cell.streams
     loads, samples = asyncio.run(_run_streams(gateway.url, streams, plan.duration, judge, gateway))
-    settled = _wait_settled(store, plan.drain_timeout)
+    settled = wait_settled(store, plan.drain_timeout)
     result: dict[str, Any] = {"cell": cell.name, "judge": cell.judge, "settled_s": settled}
     result["streams"] = [
         {
@@ -355,12 +351,6 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 def markdown(results: dict[str, Any]) -> str:
     lines = [
         "| cell | key | req/s | sent | p50 ms | p99 ms | scored | scored ≤10 s | skipped"
@@ -369,8 +359,8 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     for direct in results["direct"].values():
         lines.append(
-            f"| direct | - | {direct['rate']:g} | {direct['sent']} | {_fmt(direct['p50_ms'])}"
-            f" | {_fmt(direct['p99_ms'])} | - | - | - | - | - | - | - | - |"
+            f"| direct | - | {direct['rate']:g} | {direct['sent']} | {fmt(direct['p50_ms'])}"
+            f" | {fmt(direct['p99_ms'])} | - | - | - | - | - | - | - | - |"
         )
     for cell in results["cells"]:
         for stream in cell["streams"]:
@@ -383,7 +373,7 @@ def markdown(results: dict[str, Any]) -> str:
                 stream.get("judge_calls_per_response"), cell["settled_s"], cell["share_429"],
                 cell["reached_80pct_s"],
             ]  # fmt: skip
-            lines.append("| " + " | ".join(_fmt(value) for value in values) + " |")
+            lines.append("| " + " | ".join(fmt(value) for value in values) + " |")
     lines += [
         "",
         "| cell | lane | judge calls | mean wait for a slot, ms | mean judge answer, ms |",
@@ -399,7 +389,7 @@ def markdown(results: dict[str, Any]) -> str:
     for target in results.get("targets", []):
         met = "yes" if target["met"] else "no"
         lines.append(
-            f"| {target['name']} | {target['wanted']} | {_fmt(target['measured'])} | {met} |"
+            f"| {target['name']} | {target['wanted']} | {fmt(target['measured'])} | {met} |"
         )
     return "\n".join(lines)
 
@@ -427,9 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     results["targets"] = targets(results)
     results["meta"] = {
         "date": now.strftime("%Y-%m-%d-%H%M"),
-        "cores": os.cpu_count(),
+        "machine": machine_line(),
         "load_average_before": [round(value, 2) for value in load_before],
-        "load_average_after": [round(value, 2) for value in os.getloadavg()],
+        "load_average_after": load_average(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.scale == 1 else f"-x{args.scale:g}"
@@ -437,8 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
     meta = results["meta"]
     (args.out / f"{stem}.md").write_text(
-        f"# Judge lanes, {meta['date']} ({meta['cores']} cores, load average"
-        f" {meta['load_average_before']} before, {meta['load_average_after']} after)\n\n"
+        f"# Judge lanes, {meta['date']}\n\nMachine: {meta['machine']}; load average"
+        f" {meta['load_average_before']} before, {meta['load_average_after']} after.\n\n"
         f"Judge: 1 s ± 30 % a call, 429 above {JUDGE_RPS * args.scale:g} calls/s. Paced"
         f" open-loop load for {args.duration:g} s a cell; rates and slots x{args.scale:g} (cell"
         " names give them at x1).\n\n" + markdown(results) + "\n"

@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import datetime
 import json
-import os
 import sqlite3
 import statistics
 import subprocess
@@ -34,16 +33,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.harness.machine import load_average, machine_line
+from bench.harness.openloop import Load, open_loop
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.report import percentile
+from bench.harness.store import get_json
 from bench.peers.realistic import _GATEWAY_YAML as _REALISTIC_YAML
-from bench.peers.realistic import (
-    _fetch_json,
-    _Load,
-    _open_loop,
-    _percentile,
-    _start_fake,
-)
+from bench.peers.realistic import _start_fake
 
 __all__ = ["Plan", "main", "markdown", "run", "slices"]
 
@@ -133,7 +130,7 @@ def slices(
     return round(mean, 4), [round(counts[key][0] / counts[key][1], 4) for key in sorted(counts)]
 
 
-def _store_rows(store: Path) -> list[dict[str, Any]]:
+def store_rows(store: Path) -> list[dict[str, Any]]:
     conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)
     conn.row_factory = sqlite3.Row
     try:
@@ -145,8 +142,8 @@ def _store_rows(store: Path) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
-def _cell_figures(load: _Load, store: Path, judge_calls: int) -> dict[str, Any]:
-    rows = {row["run_id"]: row for row in _store_rows(store)}
+def _cell_figures(load: Load, store: Path, judge_calls: int) -> dict[str, Any]:
+    rows = {row["run_id"]: row for row in store_rows(store)}
     outcomes: dict[str, int] = {}
     for row in rows.values():
         label = row["status"] + (f":{row['status_reason']}" if row["status_reason"] else "")
@@ -169,7 +166,7 @@ def _cell_figures(load: _Load, store: Path, judge_calls: int) -> dict[str, Any]:
     return {
         "sent": len(load.sent),
         "answered_200": sum(1 for s in load.sent if s.status == 200),
-        "client_p50_ms": _percentile(latencies, 0.5),
+        "client_p50_ms": percentile(latencies, 0.5, 1),
         "records": outcomes,
         "scored_within_30s": mean,
         "slice_shares": shares,
@@ -201,7 +198,7 @@ def run(plan: Plan, work: Path) -> dict[str, Any]:
             gateway, store = _start_gateway(procs, work, plan, upstream, judge, cell)
             _log(f"{cell} at {plan.rate:g} req/s for {plan.duration:g} s")
             load = asyncio.run(
-                _open_loop(
+                open_loop(
                     gateway.url,
                     rate=plan.rate,
                     duration=plan.duration,
@@ -211,7 +208,7 @@ def run(plan: Plan, work: Path) -> dict[str, Any]:
                     drain_timeout=plan.drain_timeout,
                 )
             )
-            counts = _fetch_json(f"{judge.url}/bench/stats")
+            counts = get_json(f"{judge.url}/bench/stats")
             figures = _cell_figures(load, store, int(counts["judge_calls"]))
             figures["judge_429s"] = counts["rate_limited"]
             cells.append({"cell": cell, "pipeline": _CELLS[cell][0], **figures})
@@ -276,16 +273,16 @@ def main(argv: list[str] | None = None) -> int:
         cells=tuple(args.cell or Plan.cells),
     )
     now = datetime.datetime.now(datetime.UTC)
-    load_before = [round(x, 2) for x in os.getloadavg()]
+    load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-shedding-") as folder:
         result = run(plan, Path(folder))
     git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     commit = git.stdout.strip() or "unknown"
     result.update(
         date=now.strftime("%Y-%m-%d-%H%M"),
-        machine=f"{os.cpu_count()} cores",
+        machine=machine_line(),
         load_before=load_before,
-        load_after=[round(x, 2) for x in os.getloadavg()],
+        load_after=load_average(),
         commit=commit,
     )
     text = markdown(result)

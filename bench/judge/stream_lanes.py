@@ -38,11 +38,12 @@ from typing import Any
 
 import aiohttp
 
-from bench.harness.machine import cpu_model, source_note
+from bench.harness.machine import load_average, machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.report import fmt, percentile
+from bench.harness.store import get_json, store_rows
 from bench.judge.lanes import _LANE, KEYS
-from bench.peers.realistic import _fetch_json, _fmt, _percentile, _store_rows
 
 __all__ = ["VARIANTS", "Variant", "main", "markdown", "report", "summary", "targets"]
 
@@ -189,9 +190,9 @@ def summary(sent: list[Sent], records: dict[str, str]) -> dict[str, Any]:
         "answered": len(ok),
         "statuses": dict(Counter(str(one.status or "client error") for one in sent)),
         "scored": sum(records.get(one.run_id or "") == "scored" for one in sent),
-        "p50_ms": _percentile(totals, 0.5),
-        "p95_ms": _percentile(totals, 0.95),
-        "first_byte_p50_ms": _percentile(firsts, 0.5),
+        "p50_ms": percentile(totals, 0.5, 1),
+        "p95_ms": percentile(totals, 0.95, 1),
+        "first_byte_p50_ms": percentile(firsts, 0.5, 1),
     }
 
 
@@ -239,18 +240,18 @@ async def _phases(
             paced(session, gateway.url, "monitor", FLOOD_RATE, False, 100_000, stop)
         )
         await asyncio.sleep(WARMUP)
-        lanes_at, judged_at = _lanes(gateway), _fetch_json(f"{judge.url}/bench/stats")
+        lanes_at, judged_at = _lanes(gateway), get_json(f"{judge.url}/bench/stats")
         began = time.monotonic()
         _log(f"{variant.name}: enforce beside the flood")
         beside = await enforce(variant.stream, 10_000, _after(duration))
         seconds = time.monotonic() - began
         beside_lanes = lane_means(lanes_at, _lanes(gateway))
-        judged = _fetch_json(f"{judge.url}/bench/stats")
+        judged = get_json(f"{judge.url}/bench/stats")
         stop.set()
         flooded = await flood
     calls = judged["judge_calls"] - judged_at["judge_calls"]
     enforce_calls = alone_lanes.get("enforce", {}).get("calls", 0.0)
-    records = {row["run_id"]: row["status"] for row in _store_rows(store)}
+    records = {row["run_id"]: row["status"] for row in store_rows(store)}
     return {
         "variant": variant.name,
         "alone": summary(alone, records),
@@ -327,16 +328,16 @@ def markdown(cells: list[dict[str, Any]], found: list[dict[str, Any]]) -> str:
         values = [
             cell["variant"], f"{alone['n']} / {beside['n']}", alone["p50_ms"], beside["p50_ms"],
             cell["ratio_p50"], alone["p95_ms"], beside["p95_ms"], cell["ratio_p95"],
-            f"{_fmt(alone['first_byte_p50_ms'])} / {_fmt(beside['first_byte_p50_ms'])}",
+            f"{fmt(alone['first_byte_p50_ms'])} / {fmt(beside['first_byte_p50_ms'])}",
             cell["judge_calls_per_answer"], cell["judge_calls_per_s_beside"],
-            f"{_fmt(wait[0])} / {_fmt(wait[1])}", wait[2],
+            f"{fmt(wait[0])} / {fmt(wait[1])}", wait[2],
         ]  # fmt: skip
-        lines.append("| " + " | ".join(_fmt(value) for value in values) + " |")
+        lines.append("| " + " | ".join(fmt(value) for value in values) + " |")
     lines += ["", f"Target: p50 beside / alone ≤ {TARGET:g} in every cell.", ""]
     lines += ["| target | wanted | measured | met |", "|---|---|---|---|"]
     for t in found:
         met = "yes" if t["met"] else "no"
-        lines.append(f"| {t['name']} | {t['wanted']} | {_fmt(t['measured'])} | {met} |")
+        lines.append(f"| {t['name']} | {t['wanted']} | {fmt(t['measured'])} | {met} |")
     return "\n".join(lines)
 
 
@@ -373,19 +374,17 @@ def main(argv: list[str] | None = None) -> int:
     now = datetime.datetime.now(datetime.UTC)
     meta: dict[str, Any] = {
         "date": now.strftime("%Y-%m-%d-%H%M"),
-        "machine": f"{os.cpu_count()} cores ({cpu_model()}), Python {sys.version.split()[0]}",
+        "machine": machine_line(),
         "commit": source_note(),
-        "command": shlex.join(
-            ["python", "-m", "bench.judge.stream_lanes", *(argv or sys.argv[1:])]
-        ),
-        "load_average_before": [round(value, 2) for value in os.getloadavg()],
+        "command": shlex.join(["python", "-m", "bench", "stream_lanes", *(argv or sys.argv[1:])]),
+        "load_average_before": load_average(),
         "note": args.note,
     }
     with tempfile.TemporaryDirectory(prefix="bench-stream-lanes-") as tmp, Processes() as procs:
         work = Path(tmp)
         upstream = _fake(procs, work, "upstream")
         cells = [_cell(procs, work, upstream, variant, args.duration) for variant in variants]
-    meta["load_average_after"] = [round(value, 2) for value in os.getloadavg()]
+    meta["load_average_after"] = load_average()
     found = targets(cells)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"stream-lanes-{meta['date']}"

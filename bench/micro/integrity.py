@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.harness.machine import cpu_model, source_note
+from bench.harness.machine import machine_line, source_note
 from guard.integrity.normalise import judged_view
 from guard.integrity.tamper import detect
 
@@ -126,9 +125,7 @@ def _both(text: str) -> None:
 
 def report(runs: int) -> str:
     lines = [
-        f"{os.cpu_count()} cores ({cpu_model()}), {platform.system()} {platform.release()};"
-        f" Python {platform.python_version()}; load {os.getloadavg()[0]:.1f};"
-        f" code {source_note()}",
+        f"{machine_line()}; load {os.getloadavg()[0]:.1f}; code {source_note()}",
         "",
         f"judged_view and detect on {SIZE:,}-character texts, {runs} runs each;"
         f" target: both at most {TARGET_MICROSECONDS} µs at p50",

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from bench.harness.report import fmt, percentile, table
 from bench.outage.load import Request, Sample
 
 if TYPE_CHECKING:
@@ -16,13 +17,6 @@ __all__ = ["PHASES", "figures", "render", "targets"]
 
 PHASES = ("before", "during", "after")
 STEADY_MARGIN = 5.0  # seconds: a monitor request sent this long before the stop should be final
-
-
-def _percentile(values: list[float], share: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 1)
 
 
 def _phase(at: float, marks: dict[str, float]) -> str:
@@ -47,8 +41,8 @@ def _latencies(requests: list[Request], marks: dict[str, float]) -> dict[str, di
             ]
             row[mode] = {
                 "n": len(chosen),
-                "p50_ms": _percentile(chosen, 0.5),
-                "p99_ms": _percentile(chosen, 0.99),
+                "p50_ms": percentile(chosen, 0.5, 1),
+                "p99_ms": percentile(chosen, 0.99, 1),
             }
         table[phase] = row
     return table
@@ -129,7 +123,7 @@ def figures(run: Run) -> dict[str, Any]:
             if len(requests) > 1
             else None
         ),
-        "late_p99_ms": _percentile([x * 1000 for x in lates], 0.99),
+        "late_p99_ms": percentile([x * 1000 for x in lates], 0.99, 1),
         "late_max_ms": round(max(lates, default=0.0) * 1000, 1),
         "answered_200": len(answered),
         "client_errors": len(errors),
@@ -162,8 +156,8 @@ def figures(run: Run) -> dict[str, Any]:
         "steady": {
             "monitor_sent": len(steady),
             "monitor_final_before_stop": len(steady_final),
-            "lag_p50_s": _percentile(lags, 0.5),
-            "lag_p99_s": _percentile(lags, 0.99),
+            "lag_p50_s": percentile(lags, 0.5, 1),
+            "lag_p99_s": percentile(lags, 0.99, 1),
             "pending_rows_mean": round(statistics.fmean(pending_before), 1)
             if pending_before
             else None,
@@ -218,19 +212,6 @@ def targets(found: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def _fmt(value: Any, digits: int = 1) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.{digits}f}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
-
-
 def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{key} {value}" for key, value in sorted(counts.items())) or "-"
 
@@ -244,8 +225,8 @@ def render(date: str, source: str, machine: list[str], found: dict[str, Any]) ->
         f"`python -m bench outage` (`bench/outage/run.py` says what runs and why). Code: {source}.",
         "",
         *(f"- {line}" for line in machine),
-        f"- load: {plan['rate']:g} req/s open loop (offered {_fmt(found['offered_rate'])}; a"
-        f" send late by up to {_fmt(found['late_max_ms'])} ms, p99 {_fmt(found['late_p99_ms'])}"
+        f"- load: {plan['rate']:g} req/s open loop (offered {fmt(found['offered_rate'], 1)}; a"
+        f" send late by up to {fmt(found['late_max_ms'], 1)} ms, p99 {fmt(found['late_p99_ms'], 1)}"
         " ms), alternating monitor and enforce keys, whole and streamed answers, two gateways;"
         f" upstream first byte {plan['ttft']:g} s then {plan['chunks']} chunks"
         f" {plan['chunk_interval'] * 1000:g} ms apart; judge {plan['judge_latency']:g} s ±"
@@ -257,14 +238,14 @@ def render(date: str, source: str, machine: list[str], found: dict[str, Any]) ->
         "",
         "## What the clients saw",
         "",
-        *_table(
+        *table(
             ["requests sent", "by phase", "answered 200", "client-visible errors", "by kind"],
             [
                 [
-                    _fmt(found["sent"]),
+                    fmt(found["sent"], 1),
                     _counts(found["sent_by_phase"]),
-                    _fmt(found["answered_200"]),
-                    _fmt(found["client_errors"]),
+                    fmt(found["answered_200"], 1),
+                    fmt(found["client_errors"], 1),
                     _counts(found["errors_by_kind"]),
                 ]
             ],
@@ -277,28 +258,22 @@ def render(date: str, source: str, machine: list[str], found: dict[str, Any]) ->
     rows = []
     for phase in PHASES:
         row = found["latency"][phase]
-        cells = [phase, _fmt(row["all"]["n"])]
+        cells = [phase, fmt(row["all"]["n"], 1)]
         for mode in ("monitor", "enforce", "all"):
-            cells += [_fmt(row[mode]["p50_ms"]), _fmt(row[mode]["p99_ms"])]
+            cells += [fmt(row[mode]["p50_ms"], 1), fmt(row[mode]["p99_ms"], 1)]
         rows.append(cells)
-    lines += _table(
-        ["phase", "answered", "monitor p50", "monitor p99", "enforce p50", "enforce p99",
-         "all p50", "all p99"],
-        rows,
-    )  # fmt: skip
+    lines += table(["phase", "answered", "monitor p50", "monitor p99", "enforce p50", "enforce p99",
+         "all p50", "all p99"], rows)  # fmt: skip
     lines += ["", "## What the store kept", ""]
-    lines += _table(
-        ["run ids announced", "records missing", f"not final at {plan['settle']:g} s",
+    lines += table(["run ids announced", "records missing", f"not final at {plan['settle']:g} s",
          "duplicate rows", "final statuses", "restart to all final s",
-         "restart to the outage's backlog final s", "backlog records", "backlog scored/s"],
-        [[
-            _fmt(found["run_ids_announced"]), _fmt(found["records_missing"]),
-            _fmt(found["not_final_at_settle"]), _fmt(found["duplicate_rows"]),
-            _counts(found["statuses"]), _fmt(found["all_final_after_restart_s"]),
-            _fmt(found["backlog_final_after_restart_s"]), _fmt(found["backlog_records"]),
-            _fmt(found["backlog_rate"]),
-        ]],
-    )  # fmt: skip
+         "restart to the outage's backlog final s", "backlog records", "backlog scored/s"], [[
+            fmt(found["run_ids_announced"], 1), fmt(found["records_missing"], 1),
+            fmt(found["not_final_at_settle"], 1), fmt(found["duplicate_rows"], 1),
+            _counts(found["statuses"]), fmt(found["all_final_after_restart_s"], 1),
+            fmt(found["backlog_final_after_restart_s"], 1), fmt(found["backlog_records"], 1),
+            fmt(found["backlog_rate"], 1),
+        ]])  # fmt: skip
     lines += [
         "",
         f"Each process, from its `/metrics` and `/readyz` every {plan['sample_interval']:g} s:",
@@ -310,47 +285,45 @@ def render(date: str, source: str, machine: list[str], found: dict[str, Any]) ->
         proc_rows.append(
             [
                 name,
-                _fmt(p["buffer_peak"], 0),
-                _fmt(p["buffer_peak_before"], 0),
+                fmt(p["buffer_peak"], 0),
+                fmt(p["buffer_peak_before"], 0),
                 _counts(p["dropped"]),
                 _counts(p["readyz_during"]),
-                _fmt(p["readyz_200_after_s"]),
+                fmt(p["readyz_200_after_s"], 1),
                 f"{logs.get('store_unavailable', '-')} / {logs.get('store_back', '-')}"
                 f" / {logs.get('errors', '-')}",
             ]
         )
-    lines += _table(
-        ["process", "bias_store_buffered_records peak", "its peak before the stop",
+    lines += table(["process", "bias_store_buffered_records peak", "its peak before the stop",
          "bias_store_records_dropped_total",
          "/readyz during the outage", "/readyz 200 again after the restart, s",
-         "log: store unavailable / back / errors"],
-        proc_rows,
-    )  # fmt: skip
+         "log: store unavailable / back / errors"], proc_rows)  # fmt: skip
     lines += [
         "",
         "## Scoring in the steady state (before the stop)",
         "",
         f"Monitor requests sent more than {STEADY_MARGIN:g} s before the stop:"
         f" {steady['monitor_sent']}, of which {steady['monitor_final_before_stop']} were"
-        f" final before it; from the request to its final record p50 {_fmt(steady['lag_p50_s'])}"
-        f" s, p99 {_fmt(steady['lag_p99_s'])} s. Pending rows in the database: mean"
-        f" {_fmt(steady['pending_rows_mean'])}, max {_fmt(steady['pending_rows_max'])}. The judge"
-        f" answered {_fmt(judge.get('judge_calls'))} calls in the run (p50"
-        f" {_fmt(judge.get('service_ms_p50'), 0)} ms, peak {_fmt(judge.get('peak_in_flight'))} in"
-        f" flight, {_fmt(judge.get('rate_limited'))} 429s); the scorer's peak of scorings in"
+        f" final before it; from the request to its final record p50 {fmt(steady['lag_p50_s'], 1)}"
+        f" s, p99 {fmt(steady['lag_p99_s'], 1)} s. Pending rows in the database: mean"
+        f" {fmt(steady['pending_rows_mean'], 1)}, max {fmt(steady['pending_rows_max'], 1)}."
+        " The judge"
+        f" answered {fmt(judge.get('judge_calls'), 1)} calls in the run (p50"
+        f" {fmt(judge.get('service_ms_p50'), 0)} ms, peak {fmt(judge.get('peak_in_flight'), 1)} in"
+        f" flight, {fmt(judge.get('rate_limited'), 1)} 429s); the scorer's peak of scorings in"
         " flight before the stop: "
-        f"{_fmt(found['processes'].get('scorer', {}).get('scorings_in_flight_peak_before'), 0)}.",
+        f"{fmt(found['processes'].get('scorer', {}).get('scorings_in_flight_peak_before'), 0)}.",
         "",
         "CPU, % of one core (other: busy CPU of no process of the run):",
         "",
     ]
     names = list(next(iter(found["cpu"].values()), {}))
-    lines += _table(
+    lines += table(
         ["phase", *names],
-        [[phase, *(_fmt(cpu.get(n), 0) for n in names)] for phase, cpu in found["cpu"].items()],
+        [[phase, *(fmt(cpu.get(n), 0) for n in names)] for phase, cpu in found["cpu"].items()],
     )
     lines += ["", "## Targets", ""]
-    lines += _table(
+    lines += table(
         ["target", "wanted", "measured", ""],
         [[t["target"], t["wanted"], t["measured"], t["status"]] for t in found["targets"]],
     )

@@ -44,7 +44,6 @@ import contextlib
 import datetime
 import json
 import os
-import platform
 import shutil
 import signal
 import sys
@@ -58,10 +57,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import psutil
-
 from bench.harness import client
-from bench.harness.machine import cpu_model, source_note
+from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, free_port
 from bench.outage.load import (
@@ -297,8 +294,7 @@ def measure(plan: Plan, pg_bin: Path, keep_logs: Path | None = None) -> tuple[Ru
                 shutil.copy(server.log_path, keep_logs / server.log_path.name)
             shutil.copy(cluster.log_file, keep_logs / "postgresql.log")
     machine = [
-        f"{os.cpu_count()} cores ({cpu_model()}), {psutil.virtual_memory().total >> 30} GiB,"
-        f" {platform.system()} {platform.release()}; Python {platform.python_version()}",
+        machine_line(),
         f"PostgreSQL {settings['server_version']}, a throwaway cluster on 127.0.0.1 (TCP),"
         f" fsync={settings['fsync']}, synchronous_commit={settings['synchronous_commit']},"
         f" full_page_writes={settings['full_page_writes']}",

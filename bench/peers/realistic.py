@@ -14,20 +14,16 @@ judge calls a response), with `Retry-After` and `x-ratelimit-reset-requests`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import re
-import sqlite3
 import statistics
 import sys
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-import psutil
-
+from bench.harness.openloop import Load, open_loop
 from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.report import fmt, percentile
+from bench.harness.store import get_json, store_rows
 
 __all__ = ["RealisticPlan", "markdown", "run_realistic", "write_chart"]
 
@@ -57,7 +53,6 @@ server:
   host: 127.0.0.1
   port: {port}
 """
-_SAMPLE = re.compile(r"^(bias_scoring_queue_depth|bias_scorings_in_flight) (\S+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -67,24 +62,6 @@ class RealisticPlan:
     drain_timeout: float = 60.0
     modes: tuple[str, ...] = ("monitor", "enforce")
     pipelines: tuple[str, ...] = ("faithful", "single")
-
-
-@dataclass
-class _Sent:
-    started: float
-    latency_ms: float | None = None
-    status: int | None = None
-    run_id: str | None = None
-    bias_status: str | None = None
-    ended_wall: float | None = None
-
-
-@dataclass
-class _Load:
-    sent: list[_Sent] = field(default_factory=list)
-    backlog: list[tuple[float, float, float]] = field(default_factory=list)  # t, queued, running
-    peak_judge_connections: int = 0
-    settled_s: float | None = None
 
 
 def _log(message: str) -> None:
@@ -126,142 +103,7 @@ def _start_gateway(
     return server, store
 
 
-async def _open_loop(
-    url: str,
-    *,
-    rate: float,
-    duration: float,
-    gateway: ServerProcess | None = None,
-    judge_port: int = 0,
-    store: Path | None = None,
-    drain_timeout: float = 0.0,
-) -> _Load:
-    """One request every 1/rate s, each on its own task; the backlog sampled meanwhile.
-
-    With a `store`, the sampling goes on after the last answer until no record
-    and no explanation is pending (`settled_s`), or `drain_timeout` passes.
-    """
-    load = _Load()
-    body = {"model": "m", "messages": [{"role": "user", "content": "Tell me about engineers."}]}
-    connector = aiohttp.TCPConnector(limit=0)
-    timeout = aiohttp.ClientTimeout(total=120)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        sampler = asyncio.create_task(_sample(load, gateway, judge_port))
-        tasks = []
-        begin = time.perf_counter()
-        count = int(rate * duration)
-        for index in range(count):
-            delay = begin + index / rate - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            sent = _Sent(started=time.perf_counter())
-            load.sent.append(sent)
-            tasks.append(asyncio.create_task(_post(session, url, body, sent)))
-        await asyncio.gather(*tasks)
-        if store is not None:
-            load.settled_s = await asyncio.to_thread(_wait_settled, store, drain_timeout)
-        sampler.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sampler
-    return load
-
-
-async def _post(
-    session: aiohttp.ClientSession,
-    url: str,
-    body: dict[str, Any],
-    sent: _Sent,
-    headers: dict[str, str] | None = None,
-) -> None:
-    """One chat completion; what came back goes into `sent`."""
-    try:
-        async with session.post(
-            f"{url}/v1/chat/completions", json=body, headers=headers
-        ) as response:
-            await response.read()
-            sent.status = response.status
-            sent.run_id = response.headers.get("x-bias-run-id")
-            sent.bias_status = response.headers.get("x-bias-status")
-    except (aiohttp.ClientError, TimeoutError):
-        sent.status = None
-    sent.latency_ms = (time.perf_counter() - sent.started) * 1000
-    sent.ended_wall = time.time()
-
-
-async def _sample(load: _Load, gateway: ServerProcess | None, judge_port: int) -> None:
-    if gateway is None:
-        return
-    started = time.monotonic()
-    async with aiohttp.ClientSession() as session:
-        while True:
-            try:
-                async with session.get(f"{gateway.url}/metrics") as response:
-                    text = await response.text()
-                values = {name: float(value) for name, value in _SAMPLE.findall(text)}
-                load.backlog.append(
-                    (
-                        round(time.monotonic() - started, 2),
-                        values.get("bias_scoring_queue_depth", 0.0),
-                        values.get("bias_scorings_in_flight", 0.0),
-                    )
-                )
-                load.peak_judge_connections = max(
-                    load.peak_judge_connections, _connections_to(gateway, judge_port)
-                )
-            except (aiohttp.ClientError, psutil.Error):
-                pass
-            await asyncio.sleep(0.5)
-
-
-def _connections_to(server: ServerProcess, port: int) -> int:
-    total = 0
-    for process in server._tree():
-        with contextlib.suppress(psutil.Error):
-            total += sum(
-                1
-                for conn in process.net_connections(kind="tcp")
-                if conn.raddr and conn.raddr.port == port and conn.status == "ESTABLISHED"
-            )
-    return total
-
-
-def _percentile(values: list[float], share: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 1)
-
-
-def _store_rows(store: Path) -> list[dict[str, Any]]:
-    if not store.exists():
-        return []
-    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)
-    conn.row_factory = sqlite3.Row
-    try:
-        rows = conn.execute(
-            "SELECT run_id, status, status_reason, reason_status, judge_calls, judge_tokens,"
-            " created_at, updated_at FROM scores"
-        ).fetchall()
-    finally:
-        conn.close()
-    return [dict(row) for row in rows]
-
-
-def _wait_settled(store: Path, timeout: float) -> float | None:
-    """Seconds until no record is pending and no explanation is pending; None on timeout."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        with contextlib.suppress(sqlite3.OperationalError):
-            rows = _store_rows(store)
-            if not any(
-                row["status"] == "pending" or row["reason_status"] == "pending" for row in rows
-            ):
-                return round(time.monotonic() - started, 2)
-        time.sleep(0.25)
-    return None
-
-
-def _figures(load: _Load, store: Path | None, direct: dict[str, Any] | None) -> dict[str, Any]:
+def _figures(load: Load, store: Path | None, direct: dict[str, Any] | None) -> dict[str, Any]:
     latencies = [s.latency_ms for s in load.sent if s.latency_ms is not None and s.status]
     statuses: dict[str, int] = {}
     for sent in load.sent:
@@ -270,15 +112,15 @@ def _figures(load: _Load, store: Path | None, direct: dict[str, Any] | None) -> 
     figures: dict[str, Any] = {
         "sent": len(load.sent),
         "statuses": statuses,
-        "p50_ms": _percentile(latencies, 0.5),
-        "p99_ms": _percentile(latencies, 0.99),
+        "p50_ms": percentile(latencies, 0.5, 1),
+        "p99_ms": percentile(latencies, 0.99, 1),
     }
     if direct is not None and figures["p50_ms"] is not None and direct["p50_ms"] is not None:
         figures["overhead_p50_ms"] = round(figures["p50_ms"] - direct["p50_ms"], 1)
         figures["overhead_p99_ms"] = round(figures["p99_ms"] - direct["p99_ms"], 1)
     if store is None:
         return figures
-    rows = {row["run_id"]: row for row in _store_rows(store)}
+    rows = {row["run_id"]: row for row in store_rows(store)}
     by_status: dict[str, int] = {}
     for row in rows.values():
         label = row["status"] + (f":{row['status_reason']}" if row["status_reason"] else "")
@@ -310,22 +152,13 @@ def _figures(load: _Load, store: Path | None, direct: dict[str, Any] | None) -> 
     return figures
 
 
-def _fetch_json(url: str) -> dict[str, Any]:
-    import json
-    import urllib.request
-
-    with urllib.request.urlopen(url, timeout=10) as response:
-        data: dict[str, Any] = json.loads(response.read())
-    return data
-
-
 def run_realistic(plan: RealisticPlan, work: Path) -> dict[str, Any]:
     cells: list[dict[str, Any]] = []
     with Processes() as procs:
         upstream = _start_fake(procs, work, "slow-upstream", judge_rps=None)
         for rate in plan.rates:
             _log(f"direct at {rate:g} req/s")
-            load = asyncio.run(_open_loop(upstream.url, rate=rate, duration=plan.duration))
+            load = asyncio.run(open_loop(upstream.url, rate=rate, duration=plan.duration))
             direct = _figures(load, None, None)
             cells.append({"config": "direct", "rate": rate, **direct})
             for mode in plan.modes:
@@ -356,7 +189,7 @@ def _gateway_cell(
     )  # fmt: skip
     _log(f"{mode} {pipeline} at {rate:g} req/s (judge limit {judge_rps:g} calls/s)")
     load = asyncio.run(
-        _open_loop(
+        open_loop(
             gateway.url,
             rate=rate,
             duration=plan.duration,
@@ -368,7 +201,7 @@ def _gateway_cell(
     )
     settled = load.settled_s
     figures = _figures(load, store, direct)
-    judged = _fetch_json(f"{judge.url}/bench/stats")
+    judged = get_json(f"{judge.url}/bench/stats")
     cell: dict[str, Any] = {
         "config": f"gateway {mode}",
         "mode": mode,
@@ -396,14 +229,6 @@ def _gateway_cell(
 # -- report -----------------------------------------------------------------------------------
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
 def markdown(results: dict[str, Any]) -> str:
     lines = [
         "| config | pipeline | req/s | sent | p50 ms | p99 ms | overhead p50 | scored ≤10 s"
@@ -418,7 +243,7 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append(
             "| "
             + " | ".join(
-                _fmt(value)
+                fmt(value)
                 for value in (
                     cell["config"],
                     cell.get("pipeline"),

@@ -7,47 +7,41 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from bench.harness.report import fmt
+
 __all__ = ["markdown", "write_all"]
-
-
-def _fmt(value: Any, digits: int = 1) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 def _cell_row(cell: dict[str, Any], configs: dict[str, Any]) -> str:
     load, ttft, store = cell["load"], cell["ttft"] or {}, cell["store"] or {}
     monitor = ""
     if cell["config"] == "gateway monitor" and store:
-        stored = _fmt(store.get("stored_p50_ms"))
+        stored = fmt(store.get("stored_p50_ms"), 1)
         monitor = (
-            f"{_fmt(store.get('scored_per_s'))}/s, stored p50 {stored} ms,"
-            f" drain {_fmt(cell['drain_s'], 2)} s, {_fmt(store.get('judge_calls_mean'), 2)} calls,"
-            f" {_fmt(store.get('judge_tokens_mean'), 0)} tok"
+            f"{fmt(store.get('scored_per_s'), 1)}/s, stored p50 {stored} ms,"
+            f" drain {fmt(cell['drain_s'], 2)} s, {fmt(store.get('judge_calls_mean'), 2)} calls,"
+            f" {fmt(store.get('judge_tokens_mean'), 0)} tok"
         )
     elif cell["config"] == "gateway enforce" and store.get("judge_ms_p50") is not None:
-        monitor = f"judge p50 {_fmt(store['judge_ms_p50'], 2)} ms"
+        monitor = f"judge p50 {fmt(store['judge_ms_p50'], 2)} ms"
     errors = load["errors"] + load["non_2xx"]
     cpu = [
-        _fmt(cell["server_cpu"], 0),
-        _fmt(cell["fake_cpu"], 0),
-        _fmt(cell.get("judge_cpu"), 0),
-        _fmt(load["cpu_percent"], 0),
-        _fmt(cell.get("other_cpu"), 0),
+        fmt(cell["server_cpu"], 0),
+        fmt(cell["fake_cpu"], 0),
+        fmt(cell.get("judge_cpu"), 0),
+        fmt(load["cpu_percent"], 0),
+        fmt(cell.get("other_cpu"), 0),
     ]
     columns = [
         cell["config"],
         cell["workload"],
         str(cell["concurrency"]),
-        _fmt(load["rps"], 0),
-        _fmt(load["p50_ms"], 2),
-        _fmt(load["p90_ms"], 2),
-        _fmt(load["p99_ms"], 2),
-        _fmt(ttft.get("ttft_p50_ms"), 2),
-        _fmt(cell["peak_rss_mb"], 0),
+        fmt(load["rps"], 0),
+        fmt(load["p50_ms"], 2),
+        fmt(load["p90_ms"], 2),
+        fmt(load["p99_ms"], 2),
+        fmt(ttft.get("ttft_p50_ms"), 2),
+        fmt(cell["peak_rss_mb"], 0),
         " / ".join(cpu),
         str(errors),
         monitor,
@@ -103,14 +97,14 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             f"Score cache (gateway monitor, c=32, every response the same text):"
             f" {cache['load']['rps']:.0f} req/s, {cache['hits']} of {cache['scored']} scored"
-            f" responses were cache hits, queue drained {_fmt(cache['drain_s'], 2)} s after.",
+            f" responses were cache hits, queue drained {fmt(cache['drain_s'], 2)} s after.",
         ]
     paced = results.get("paced")
     if paced:
         rate = results["meta"]["plan"].get("paced_rate")
         lines += [
             "",
-            f"Paced, c=1 at {_fmt(rate, 0)} requests/s (one connection, `bench/harness/client.py`;"
+            f"Paced, c=1 at {fmt(rate, 0)} requests/s (one connection, `bench/harness/client.py`;"
             " direct and fresh off and monitor gateways side by side, taking turns; medians"
             " of the rounds), ms:",
             "",
@@ -120,9 +114,9 @@ def markdown(results: dict[str, Any]) -> str:
         for name, probe in paced.items():
             plain, stream = probe["non-stream"], probe["stream"]
             lines.append(
-                f"| {name} | {_fmt(plain['p50_ms'], 3)} | {_fmt(plain['p99_ms'], 3)}"
-                f" | {_fmt(stream['ttft_p50_ms'], 3)}"
-                f" | {', '.join(_fmt(value, 2) for value in plain.get('round_p50_ms', []))}"
+                f"| {name} | {fmt(plain['p50_ms'], 3)} | {fmt(plain['p99_ms'], 3)}"
+                f" | {fmt(stream['ttft_p50_ms'], 3)}"
+                f" | {', '.join(fmt(value, 2) for value in plain.get('round_p50_ms', []))}"
                 f" | {plain['requests'] + stream['requests']}"
                 f" | {plain['errors'] + stream['errors']} |"
             )

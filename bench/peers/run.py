@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 
 from bench.harness.loadgen import WrkMissing
+from bench.harness.machine import machine_line
 from bench.harness.paths import RESULTS
 from bench.peers import realistic
 from bench.peers.report import markdown, write_all
@@ -63,7 +63,7 @@ def _meta(now: datetime.datetime, source: dict[str, object]) -> dict[str, object
     """When, where and what was measured: the same in both scenarios' results."""
     return {
         "date": now.strftime("%Y-%m-%d-%H%M"),
-        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": machine_line(),
         "versions": _versions(),
         "source": source,
     }

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.harness.report import percentile
+
 __all__ = ["ScoreStats", "pending_count", "score_stats", "wait_drained"]
 
 
@@ -71,14 +73,6 @@ class ScoreStats:
         return asdict(self)
 
 
-def _p(values: list[float], share: float) -> float | None:
-    if not values:
-        return None
-    if len(values) == 1:
-        return round(values[0], 3)
-    return round(statistics.quantiles(values, n=100, method="inclusive")[round(share * 100) - 1], 3)
-
-
 def score_stats(path: Path, since: float) -> ScoreStats:
     """Summarise the rows created since `since`."""
     stats = ScoreStats()
@@ -102,8 +96,8 @@ def score_stats(path: Path, since: float) -> ScoreStats:
     if not scored:
         return stats
     delays = [(updated - created) * 1000 for created, updated, _ in scored if updated]
-    stats.stored_p50_ms = _p(delays, 0.5)
-    stats.stored_p99_ms = _p(delays, 0.99)
+    stats.stored_p50_ms = percentile(delays, 0.5, 3)
+    stats.stored_p99_ms = percentile(delays, 0.99, 3)
     span = max(updated or created for created, updated, _ in scored) - min(c for c, _, _ in scored)
     stats.scored_per_s = round(len(scored) / span, 1) if span > 0 else None
     calls: list[int] = []
@@ -125,5 +119,5 @@ def score_stats(path: Path, since: float) -> ScoreStats:
     stats.judge_calls = {str(key): value for key, value in sorted(Counter(calls).items())}
     stats.judge_calls_mean = round(statistics.fmean(calls), 3)
     stats.judge_tokens_mean = round(statistics.fmean(tokens), 1)
-    stats.judge_ms_p50 = _p(judge_ms, 0.5)
+    stats.judge_ms_p50 = percentile(judge_ms, 0.5, 3)
     return stats

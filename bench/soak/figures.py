@@ -8,9 +8,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from bench.harness.report import percentile
 from bench.soak.traffic import KINDS, Outcome
 
-__all__ = ["ANSWERED", "RESULTS", "checks", "percentile", "summarize", "targets"]
+__all__ = ["ANSWERED", "RESULTS", "checks", "summarize", "targets"]
 
 ANSWERED = frozenset({"ok", "blocked", "upstream 500"})  # model answers whose latency counts
 RESULTS = (
@@ -19,14 +20,6 @@ RESULTS = (
 RSS_GROWTH = 0.10
 LATE_MS = 250.0  # the harness's own loop this late means it, not the gateway, set the pace
 P99_RATIO = 1.2
-
-
-def percentile(values: list[float], share: float) -> float | None:
-    """Nearest rank; None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 1)
 
 
 def _latencies(outcomes: Iterable[Outcome]) -> list[float]:
@@ -49,8 +42,8 @@ def summarize(
         by_kind[kind.name] = {
             "sent": len(mine),
             "results": dict(Counter(o.result for o in mine)),
-            "p50_ms": percentile(timed, 0.5),
-            "p99_ms": percentile(timed, 0.99),
+            "p50_ms": percentile(timed, 0.5, 1),
+            "p99_ms": percentile(timed, 0.99, 1),
         }
     cycles = []
     bursts = [(start, stop) for start, stop, phase in laid if phase == "burst"]
@@ -63,9 +56,9 @@ def summarize(
                 "start": start,
                 "sent": len(mine),
                 "results": dict(Counter(o.result for o in mine)),
-                "p50_ms": percentile(_latencies(mine), 0.5),
-                "p99_ms": percentile(_latencies(mine), 0.99),
-                "reads_p99_ms": percentile(_reads(mine), 0.99),
+                "p50_ms": percentile(_latencies(mine), 0.5, 1),
+                "p99_ms": percentile(_latencies(mine), 0.99, 1),
+                "reads_p99_ms": percentile(_reads(mine), 0.99, 1),
             }
         )
     end = laid[-1][1] if laid else 0.0
@@ -80,12 +73,12 @@ def summarize(
         "unexpected": dict(unexpected.most_common(10)),
         "windows": {
             "seconds": window,
-            "first_p99_ms": percentile(_latencies(first), 0.99),
-            "last_p99_ms": percentile(_latencies(last), 0.99),
+            "first_p99_ms": percentile(_latencies(first), 0.99, 1),
+            "last_p99_ms": percentile(_latencies(last), 0.99, 1),
             "first_answers": len(_latencies(first)),
             "last_answers": len(_latencies(last)),
-            "first_reads_p99_ms": percentile(_reads(first), 0.99),
-            "last_reads_p99_ms": percentile(_reads(last), 0.99),
+            "first_reads_p99_ms": percentile(_reads(first), 0.99, 1),
+            "last_reads_p99_ms": percentile(_reads(last), 0.99, 1),
         },
     }
 

@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.harness.report import fmt, table
 from bench.soak.figures import RESULTS, checks, targets
 from bench.soak.traffic import KINDS, MISHAPS
 
 __all__ = ["markdown", "write_chart", "write_results"]
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_fmt(value) for value in row) + " |" for row in rows]
-    return lines
 
 
 def _cycle_rows(results: dict[str, Any]) -> list[list[Any]]:
@@ -104,13 +90,13 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "## Targets",
         "",
-        *_table(
+        *table(
             ["target", "wanted", "measured", ""], ([t[k] for k in t] for t in results["targets"])
         ),
         "",
         f"The reads (lookups, searches, stats), which the p99 target leaves out: p99"
-        f" {_fmt(windows['first_reads_p99_ms'])} ms in the first {windows['seconds']:g} s,"
-        f" {_fmt(windows['last_reads_p99_ms'])} ms in the last (per cycle below).",
+        f" {fmt(windows['first_reads_p99_ms'])} ms in the first {windows['seconds']:g} s,"
+        f" {fmt(windows['last_reads_p99_ms'])} ms in the last (per cycle below).",
         "",
         *(
             [f"![RSS, descriptors, tasks, p99, backlog and load]({results['chart']})", ""]
@@ -119,9 +105,7 @@ def markdown(results: dict[str, Any]) -> str:
         ),
         "## Checks",
         "",
-        *_table(
-            ["check", "wanted", "measured", ""], ([c[k] for k in c] for c in results["checks"])
-        ),
+        *table(["check", "wanted", "measured", ""], ([c[k] for k in c] for c in results["checks"])),
         "",
         f"Records at the end: {', '.join(f'{k} {v}' for k, v in sorted(store['statuses'].items()))}"
         "."
@@ -133,7 +117,7 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [f"- {count} x {what}" for what, count in results["unexpected"].items()]
         lines.append("")
     lines += ["## By kind", ""]
-    lines += _table(
+    lines += table(
         ["kind", "sent", *RESULTS, "p50 ms", "p99 ms"],
         (
             [
@@ -156,12 +140,9 @@ def markdown(results: dict[str, Any]) -> str:
         " the cycle's samples.",
         "",
     ]
-    lines += _table(
-        ["#", "min", "sent", *RESULTS, "p50 ms", "p99 ms", "reads p99", "RSS MB peak",
+    lines += table(["#", "min", "sent", *RESULTS, "p50 ms", "p99 ms", "reads p99", "RSS MB peak",
          "RSS end", "fds peak", "fds end", "tasks peak", "tasks end", "queue peak",
-         "store MB", "load", "others %"],
-        _cycle_rows(results),
-    )  # fmt: skip
+         "store MB", "load", "others %"], _cycle_rows(results))  # fmt: skip
     log = results["gateway_log"]
     lines += ["", "## Gateway log", ""]
     lines += [f"- {count} x {message}" for message, count in log["messages"].items()] or ["- none"]
@@ -170,7 +151,7 @@ def markdown(results: dict[str, Any]) -> str:
     fields = ["t", "phase", "rss_mb", "fds", "tasks", "cpu_percent", "queue_depth", "scorings",
               "judge_in_flight", "store_mb", "wal_mb", "load1", "client_in_flight", "requests",
               "p50_ms", "p99_ms", "served_mean_ms", "scrape_ms", "lag_ms"]  # fmt: skip
-    lines += _table(
+    lines += table(
         fields,
         (
             [s[f] if f != "phase" else s[f] + (" end" if s["gap_end"] else "") for f in fields]

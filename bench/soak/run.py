@@ -35,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bench.harness.machine import cpu_model, source_note
+from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, free_port, machine_busy_seconds
 from bench.soak.figures import summarize
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     now = datetime.datetime.now()
     meta = {
         "date": now.strftime("%Y-%m-%d-%H%M"),
-        "machine": f"{os.cpu_count()} cores ({cpu_model()}), Python {sys.version.split()[0]}",
+        "machine": machine_line(),
         "commit": source_note(),  # before the run: the code the gateway starts with
     }
     try:

@@ -15,7 +15,8 @@ from pathlib import Path
 import aiohttp
 
 from bench.harness.procs import ServerProcess, machine_busy_seconds
-from bench.soak.figures import ANSWERED, percentile
+from bench.harness.report import percentile
+from bench.soak.figures import ANSWERED
 from bench.soak.plan import SoakPlan, phase_at, phases, schedule
 from bench.soak.traffic import KEYS, Traffic
 
@@ -238,8 +239,8 @@ class Sampler:
             skipped=metrics.get("skipped"), dropped=metrics.get("dropped"),
             store_mb=round(store / 1e6, 2), wal_mb=round(side / 1e6, 2),
             load1=round(os.getloadavg()[0], 2), client_in_flight=in_flight,
-            requests=len(latencies), p50_ms=percentile(latencies, 0.5),
-            p99_ms=percentile(latencies, 0.99),
+            requests=len(latencies), p50_ms=percentile(latencies, 0.5, 1),
+            p99_ms=percentile(latencies, 0.99, 1),
             served_mean_ms=served_mean and round(served_mean, 1), scrape_ms=scrape_ms,
             lag_ms=self.lag.take(),
         )  # fmt: skip

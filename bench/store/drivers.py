@@ -55,7 +55,6 @@ import dataclasses
 import importlib.metadata
 import json
 import os
-import platform
 import random
 import shutil
 import socket
@@ -73,8 +72,9 @@ from typing import Any
 
 import psutil
 
-from bench.harness.machine import cpu_model
+from bench.harness.machine import machine_line
 from bench.harness.paths import RESULTS
+from bench.harness.report import percentile, table
 from gateway.store import ScoreRecord
 
 try:
@@ -739,11 +739,6 @@ class Cell:
         return f"{min(values):,.0f}-{max(values):,.0f}"
 
 
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 class Bench:
     def __init__(self, args: argparse.Namespace, dsn: str, postmaster_pid: int) -> None:
         self.args = args
@@ -897,8 +892,8 @@ class Bench:
         if misses:
             raise RuntimeError(f"{driver.name}: {misses} lookups found no row")
         run = _per_op(span, len(latencies), "rate")
-        run["p50"] = _quantile(latencies, 0.5) * 1e6
-        run["p99"] = _quantile(latencies, 0.99) * 1e6
+        run["p50"] = percentile([x * 1e6 for x in latencies], 0.5) or 0.0
+        run["p99"] = percentile([x * 1e6 for x in latencies], 0.99) or 0.0
         run["max"] = max(latencies) * 1e6
         return run
 
@@ -956,9 +951,9 @@ class Bench:
                 with self.meter.span() as span:
                     wakes, sends = await driver.notify_round(self.args.notifies)
                 run = dict(span)
-                run["p50"] = _quantile(wakes, 0.5) * 1e6
-                run["p99"] = _quantile(wakes, 0.99) * 1e6
-                run["send_p50"] = _quantile(sends, 0.5) * 1e6
+                run["p50"] = percentile([x * 1e6 for x in wakes], 0.5) or 0.0
+                run["p99"] = percentile([x * 1e6 for x in wakes], 0.99) or 0.0
+                run["send_p50"] = percentile([x * 1e6 for x in sends], 0.5) or 0.0
                 self.cell("notify", driver.name, "listener", "1").runs.append(run)
                 self.log(
                     f"notify {driver.name:8}: wake p50 {run['p50']:5.0f} us"
@@ -976,12 +971,6 @@ def _per_op(span: dict[str, float], ops: int, rate_key: str) -> dict[str, float]
 
 
 # The report.
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def render(bench: Bench, machine: list[str], reps: int) -> str:
@@ -1065,7 +1054,7 @@ def render(bench: Bench, machine: list[str], reps: int) -> str:
         "",
         "`sync off` is the same path with `synchronous_commit=off` on the writer's session.",
         "",
-        _table(
+        *table(
             [
                 "batch",
                 "driver",
@@ -1086,7 +1075,7 @@ def render(bench: Bench, machine: list[str], reps: int) -> str:
         " (result parsed). 32 tasks looking up back to back through 10 connections is a"
         " saturated closed loop: it ranks the pools' queueing, fairness included (`max`).",
         "",
-        _table(
+        *table(
             [
                 "tasks",
                 "driver",
@@ -1104,14 +1093,14 @@ def render(bench: Bench, machine: list[str], reps: int) -> str:
         "",
         f"## 4. Work-queue claim, {CLAIM_WORKERS} workers (claims/s)",
         "",
-        _table(
+        *table(
             ["claim", "driver", "claims/s", "range", "client ms/10k", "PG ms/10k", "other"],
             claim_rows,
         ),
         "",
         "## 5. LISTEN/NOTIFY wake-up (send start to listener callback, us)",
         "",
-        _table(["driver", "p50 us", "p99 us", "NOTIFY round trip p50 us", "other"], notify_rows),
+        *table(["driver", "p50 us", "p99 us", "NOTIFY round trip p50 us", "other"], notify_rows),
         "",
     ]
     return "\n".join(parts)
@@ -1220,11 +1209,10 @@ async def _machine(dsn: str, loop_name: str) -> list[str]:
     pq = psycopg.pq
     libpq = f"{pq.version() // 10000}.{pq.version() % 100}"
     return [
-        f"{os.cpu_count()} cores ({cpu_model()}), {psutil.virtual_memory().total >> 30} GiB,"
-        f" {platform.system()} {platform.release()}",
+        machine_line(),
         f"PostgreSQL {version}, a fresh cluster on the local disk, defaults except port and"
         " socket: " + ", ".join(f"{r['name']}={r['setting']}{r['unit'] or ''}" for r in settings),
-        f"Python {platform.python_version()}, loop {loop_name}",
+        f"loop {loop_name}",
         f"asyncpg {_version('asyncpg')}; psycopg {_version('psycopg')}"
         f" ({pq.__impl__}, libpq {libpq}), psycopg-binary {_version('psycopg-binary')},"
         f" psycopg-pool {_version('psycopg-pool')}",

@@ -61,7 +61,6 @@ import functools
 import json
 import math
 import os
-import platform
 import random
 import re
 import signal
@@ -77,7 +76,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bench.harness.machine import cpu_model, source_note
+from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS, ROOT
 from gateway.store import PostgresStore, SQLiteStore
 from gateway.store.base import Store
@@ -982,14 +981,6 @@ async def postgres_suggestions(
 # -- the report -------------------------------------------------------------------------
 
 
-def _memory_gib() -> float:
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) / 2**20
-    return 0.0
-
-
 def _plan_cell(timing: Timing) -> str:
     parts = []
     for plan in timing.plans:
@@ -1138,9 +1129,8 @@ def run(settings: Settings) -> tuple[Records, list[EngineResult], list[str]]:
             records.sizes.clear()
             results.append(asyncio.run(bench_postgres(cluster, records, settings)))
     machine = [
-        f"{os.cpu_count()} cores ({cpu_model()}), {_memory_gib():.0f} GiB,"
-        f" {platform.system()} {platform.release()}; Python {platform.python_version()};"
-        " a shared, noisy machine (other sessions' work runs beside it), every database"
+        machine_line()
+        + "; a shared, noisy machine (other sessions' work runs beside it), every database"
         " in the OS page cache (warm)",
         f"load average at the start {load_start}, at the end "
         + " ".join(f"{x:.2f}" for x in os.getloadavg())

@@ -56,7 +56,6 @@ import datetime
 import functools
 import json
 import os
-import platform
 import re
 import resource
 import signal
@@ -79,9 +78,10 @@ import psutil
 
 from bench.harness import client
 from bench.harness.loadgen import LoadResult, WrkMissing, require_wrk, run_wrk
-from bench.harness.machine import cpu_model, source_note
+from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS, ROOT
 from bench.harness.procs import Processes, ServerProcess, free_port, machine_busy_seconds
+from bench.harness.report import fmt, table
 from bench.peers.configs import start_fake
 from bench.peers.runner import chat_body
 from testkit.postgres import PgCluster, start_cluster
@@ -712,8 +712,8 @@ def run_scoring(ctx: Context) -> list[ScoringCell]:
             _log(f"scoring, round {round_}: {count} scorer(s), {ctx.plan.items} items")
             cell = _scoring_cell(ctx, count, round_)
             _log(
-                f"  steady {_fmt(cell.steady_rate, 2)} scorings/s, overall"
-                f" {_fmt(cell.overall_rate, 2)}, in flight {cell.mean_in_flight()},"
+                f"  steady {fmt(cell.steady_rate, 2)} scorings/s, overall"
+                f" {fmt(cell.overall_rate, 2)}, in flight {cell.mean_in_flight()},"
                 f" claimed {cell.watched.claimed}"
             )
             cells.append(cell)
@@ -721,15 +721,6 @@ def run_scoring(ctx: Context) -> list[ScoringCell]:
 
 
 # -- the report ---------------------------------------------------------------------------
-
-
-def _fmt(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
 
 def _verdict(values: list[bool]) -> str:
@@ -774,32 +765,29 @@ def enqueue_section(cells: list[EnqueueCell], plan: Plan) -> tuple[list[str], li
         [
             str(c.round),
             c.config,
-            _fmt(c.c1_ms("p50_ms"), 3),
-            _fmt(c.c1_ms("p90_ms"), 3),
-            _fmt(c.c1_ms("p99_ms"), 3),
+            fmt(c.c1_ms("p50_ms"), 3),
+            fmt(c.c1_ms("p90_ms"), 3),
+            fmt(c.c1_ms("p99_ms"), 3),
             _slices([load.p50_ms for load in c.c1], 3),
             f"{sum(load.requests for load in c.c1):,}",
-            _fmt(c.paced_ms("p50_ms"), 3),
-            _fmt(c.paced_ms("p99_ms"), 3),
-            _fmt(c.c32_rps, 0),
+            fmt(c.paced_ms("p50_ms"), 3),
+            fmt(c.paced_ms("p99_ms"), 3),
+            fmt(c.c32_rps, 0),
             _slices([load.rps for load in c.c32], 0),
-            _fmt(_cpu_per_request(c), 3),
+            fmt(_cpu_per_request(c), 3),
             " / ".join(
-                _fmt(c.cpu_mean(k), 0) for k in ("gateway", "postgres", "fake", "wrk", "other")
+                fmt(c.cpu_mean(k), 0) for k in ("gateway", "postgres", "fake", "wrk", "other")
             ),
             f"{c.enqueued:,} of {c.sent:,}",
             ", ".join(f"{n} x {status}" for status, n in sorted(c.failed.items())) or "0",
         ]
         for c in cells
     ]
-    lines += _table(
-        [
+    lines += table([
             "round", "config", "c=1 p50", "c=1 p90", "c=1 p99", "c=1 p50 per slice",
             "c=1 requests", "paced p50", "paced p99", "c=32 req/s", "c=32 req/s per slice",
             "CPU ms/req", "CPU gateway / PG / fake / wrk / other", "enqueued", "non-200",
-        ],
-        rows,
-    )  # fmt: skip
+        ], rows)  # fmt: skip
     overhead_rows = []
     targets = []
     for engine in CONFIGS[1:]:
@@ -835,13 +823,10 @@ def enqueue_section(cells: list[EnqueueCell], plan: Plan) -> tuple[list[str], li
         "",
         "Monitor (external) minus off, same round:",
         "",
-        *_table(
-            [
+        *table([
                 "round", "engine", "c=1 p50 ms (wrk)", "paced p50 ms", "c=32 req/s vs off",
                 "c=32 gateway CPU ms/req",
-            ],
-            overhead_rows,
-        ),
+            ], overhead_rows),
     ]  # fmt: skip
     return lines, targets
 
@@ -871,33 +856,30 @@ def scoring_section(cells: list[ScoringCell], plan: Plan) -> tuple[list[str], li
     for c in cells:
         w = c.watched
         cpu = " / ".join(
-            _fmt(w.cpu.get(k), 0)
+            fmt(w.cpu.get(k), 0)
             for k in [*(f"scorer {i + 1}" for i in range(c.scorers)), "judge", "postgres", "other"]
         )
         rows.append(
             [
                 str(c.round),
                 str(c.scorers),
-                _fmt(c.steady_rate, 2),
-                _fmt(c.overall_rate, 2),
-                _fmt(c.span, 1),
+                fmt(c.steady_rate, 2),
+                fmt(c.overall_rate, 2),
+                fmt(c.span, 1),
                 " + ".join(str(n) for n in w.claimed),
-                " / ".join(_fmt(v, 1) for v in c.mean_in_flight()) or "-",
+                " / ".join(fmt(v, 1) for v in c.mean_in_flight()) or "-",
                 str(w.judge.get("peak_in_flight", "-")),
                 str(w.judge.get("judge_calls", "-")),
-                _fmt(w.judge.get("service_ms_p50"), 0),
+                fmt(w.judge.get("service_ms_p50"), 0),
                 cpu,
                 ", ".join(f"{k} {v}" for k, v in sorted(w.statuses.items())),
             ]
         )
-    lines += _table(
-        [
+    lines += table([
             "round", "scorers", "steady scorings/s", "overall scorings/s", "first claim to done s",
             "claimed each", "in flight each", "judge peak in flight", "judge calls",
             "judge call p50 ms", "CPU scorers / judge / PG / other", "statuses",
-        ],
-        rows,
-    )  # fmt: skip
+        ], rows)  # fmt: skip
     ratio_rows = []
     met = []
     for round_ in range(1, plan.rounds + 1):
@@ -914,15 +896,15 @@ def scoring_section(cells: list[ScoringCell], plan: Plan) -> tuple[list[str], li
         ratio_rows.append(
             [
                 str(round_),
-                _fmt(one.steady_rate, 2),
-                _fmt(two.steady_rate, 2),
-                f"{_fmt(steady, 2)}x",
-                f"{_fmt(overall, 2)}x",
+                fmt(one.steady_rate, 2),
+                fmt(two.steady_rate, 2),
+                f"{fmt(steady, 2)}x",
+                f"{fmt(overall, 2)}x",
             ]
         )
     lines += [
         "",
-        *_table(
+        *table(
             ["round", "1 scorer steady/s", "2 scorers steady/s", "ratio steady", "ratio overall"],
             ratio_rows,
         ),
@@ -964,7 +946,7 @@ def render(
         section, found = scoring_section(scoring, plan)
         lines += [*section, ""]
         targets += found
-    lines += ["## Targets", "", *_table(["target", "wanted", "measured", ""], targets), ""]
+    lines += ["## Targets", "", *table(["target", "wanted", "measured", ""], targets), ""]
     return "\n".join(lines)
 
 
@@ -989,8 +971,7 @@ def run(plan: Plan) -> tuple[list[str], list[EnqueueCell], list[ScoringCell]]:
         enqueue = run_enqueue(ctx) if "enqueue" in plan.parts else []
         scoring = run_scoring(ctx) if "scoring" in plan.parts else []
     machine = [
-        f"{os.cpu_count()} cores ({cpu_model()}), {psutil.virtual_memory().total >> 30} GiB,"
-        f" {platform.system()} {platform.release()}; Python {platform.python_version()}",
+        machine_line(),
         f"PostgreSQL {settings['server_version']}, a throwaway cluster on 127.0.0.1 (TCP),"
         f" fsync={settings['fsync']}, synchronous_commit={settings['synchronous_commit']},"
         f" full_page_writes={settings['full_page_writes']},"

@@ -37,7 +37,8 @@ import yaml
 from bench.fakes.long_text import BIASED_WORD, OPINION_WORD, is_biased_answer, long_answer
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, free_port
-from bench.peers.realistic import _fetch_json, _fmt, _percentile, _store_rows
+from bench.harness.report import fmt, percentile
+from bench.harness.store import get_json, store_rows
 from gateway.scoring.windows import WindowSplitter
 from guard.bias.fence import rules_before
 from guard.bias.prompts import SYSTEM_PROMPT, BiasPrompts
@@ -71,7 +72,7 @@ CELLS: list[tuple[str, bool, dict[str, Any]]] = [
 
 
 @dataclass
-class _Sent:
+class Sent:
     serial: int
     started: float
     first_ms: float | None = None
@@ -82,8 +83,8 @@ class _Sent:
 
 
 @dataclass
-class _Load:
-    sent: list[_Sent] = field(default_factory=list)
+class Load:
+    sent: list[Sent] = field(default_factory=list)
 
 
 def _log(message: str) -> None:
@@ -139,14 +140,14 @@ def _content(data: bytes) -> str:
     return "".join(text)
 
 
-async def _open_loop(url: str, *, rate: float, duration: float, stream: bool) -> _Load:
-    load = _Load()
+async def open_loop(url: str, *, rate: float, duration: float, stream: bool) -> Load:
+    load = Load()
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(
         connector=connector, timeout=aiohttp.ClientTimeout(total=120)
     ) as session:
 
-        async def one(sent: _Sent) -> None:
+        async def one(sent: Sent) -> None:
             body = {
                 "model": "m",
                 "messages": [{"role": "user", "content": "Tell me about bridges."}],
@@ -176,14 +177,14 @@ async def _open_loop(url: str, *, rate: float, duration: float, stream: bool) ->
             delay = begin + (serial - 1) / rate - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            sent = _Sent(serial=serial, started=time.perf_counter())
+            sent = Sent(serial=serial, started=time.perf_counter())
             load.sent.append(sent)
             tasks.append(asyncio.create_task(one(sent)))
         await asyncio.gather(*tasks)
     return load
 
 
-def _leaked(sent: _Sent) -> int | None:
+def _leaked(sent: Sent) -> int | None:
     """Characters from the start of a biased answer's biased run that reached the client."""
     if not is_biased_answer(sent.serial, BIASED_EVERY):
         return None
@@ -197,7 +198,7 @@ def _leaked(sent: _Sent) -> int | None:
     return max(0, len(got) - biased_from) if text.startswith(got) else len(text) - biased_from
 
 
-def _figures(load: _Load, direct: dict[str, Any] | None) -> dict[str, Any]:
+def _figures(load: Load, direct: dict[str, Any] | None) -> dict[str, Any]:
     ok = [s for s in load.sent if s.status is not None]
     firsts = [s.first_ms for s in ok if s.first_ms is not None]
     lasts = [s.last_ms for s in ok if s.last_ms is not None]
@@ -207,10 +208,10 @@ def _figures(load: _Load, direct: dict[str, Any] | None) -> dict[str, Any]:
             str(status): sum(1 for s in load.sent if s.status == status)
             for status in sorted({s.status or 0 for s in load.sent})
         },
-        "ttfb_p50_ms": _percentile(firsts, 0.5),
-        "ttfb_p99_ms": _percentile(firsts, 0.99),
-        "last_p50_ms": _percentile(lasts, 0.5),
-        "last_p99_ms": _percentile(lasts, 0.99),
+        "ttfb_p50_ms": percentile(firsts, 0.5, 1),
+        "ttfb_p99_ms": percentile(firsts, 0.99, 1),
+        "last_p50_ms": percentile(lasts, 0.5, 1),
+        "last_p99_ms": percentile(lasts, 0.99, 1),
     }
     if direct is not None:
         for key in ("ttfb_p50_ms", "last_p50_ms", "last_p99_ms"):
@@ -239,11 +240,11 @@ def _cell(
     judge = _fake(procs, work, f"judge-{name}")
     gateway, store = _gateway(procs, work, f"gateway-{name}", upstream.url, judge.url, fields)
     _log(f"{label} at {rate:g} req/s")
-    load = asyncio.run(_open_loop(gateway.url, rate=rate, duration=duration, stream=stream))
+    load = asyncio.run(open_loop(gateway.url, rate=rate, duration=duration, stream=stream))
     time.sleep(1.0)  # the last records' writes
     figures = _figures(load, direct["stream" if stream else "whole"])
-    judged = _fetch_json(f"{judge.url}/bench/stats")
-    rows = [row for row in _store_rows(store) if row["status"] == "scored"]
+    judged = get_json(f"{judge.url}/bench/stats")
+    rows = [row for row in store_rows(store) if row["status"] == "scored"]
     service = judged["service_ms_p50"]
     wait = figures.get("last_p50_over_direct_ms")
     result: dict[str, Any] = {
@@ -260,7 +261,7 @@ def _cell(
             round(statistics.mean(row["judge_tokens"] or 0 for row in rows)) if rows else None
         ),
         "records": {
-            status: sum(1 for row in _store_rows(store) if row["status"] == status)
+            status: sum(1 for row in store_rows(store) if row["status"] == status)
             for status in ("scored", "error", "skipped", "pending")
         },
     }
@@ -278,7 +279,7 @@ def run(rates: tuple[float, ...], duration: float, work: Path) -> dict[str, Any]
             for stream in (True, False):
                 _log(f"direct ({'stream' if stream else 'whole'}) at {rate:g} req/s")
                 load = asyncio.run(
-                    _open_loop(upstream.url, rate=rate, duration=duration, stream=stream)
+                    open_loop(upstream.url, rate=rate, duration=duration, stream=stream)
                 )
                 direct["stream" if stream else "whole"] = _figures(load, None)
                 cells.append(
@@ -371,7 +372,7 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append(
             "| "
             + " | ".join(
-                _fmt(value)
+                fmt(value)
                 for value in (
                     label,
                     cell["rate"],
@@ -379,7 +380,7 @@ def markdown(results: dict[str, Any]) -> str:
                     cell["ttfb_p50_ms"],
                     cell.get("ttfb_p50_over_direct_ms"),
                     cell["last_p50_ms"],
-                    f"{_fmt(over)} / {_fmt(over99)}" if over is not None else None,
+                    f"{fmt(over)} / {fmt(over99)}" if over is not None else None,
                     cell.get("wait_round_trips"),
                     cell.get("judge_calls_per_answer"),
                     cell.get("judge_tokens_per_answer"),

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bench.fakes.slow import SlowFake
+from bench.harness.openloop import Load, Sent, open_loop
 from bench.peers import realistic
 from bench.peers.targets import realistic_targets
 from testkit.servers import ServerThread
@@ -33,7 +34,7 @@ def slow_upstream() -> Any:
 
 def test_the_open_loop_keeps_its_pace_whatever_the_answers_do(slow_upstream: Any) -> None:
     started = time.perf_counter()
-    load = asyncio.run(realistic._open_loop(slow_upstream.url, rate=40, duration=0.5))
+    load = asyncio.run(open_loop(slow_upstream.url, rate=40, duration=0.5))
     elapsed = time.perf_counter() - started
     assert len(load.sent) == 20
     # Open loop: all 20 were sent within the half second, though each took >= 0.12 s.
@@ -84,9 +85,9 @@ def test_figures_from_a_store(tmp_path: Path) -> None:
             ],
         )
     db.close()
-    load = realistic._Load()
+    load = Load()
     for run_id in "abcd":
-        sent = realistic._Sent(started=0.0, latency_ms=500.0, status=200, run_id=run_id)
+        sent = Sent(started=0.0, latency_ms=500.0, status=200, run_id=run_id)
         sent.ended_wall = now
         load.sent.append(sent)
     direct = {"p50_ms": 499.0, "p99_ms": 499.0}

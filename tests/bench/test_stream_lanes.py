@@ -88,9 +88,9 @@ def test_a_summary_counts_every_request_and_times_the_answered_ones() -> None:
         "answered": 10,
         "statuses": {"200": 10, "502": 1, "client error": 1},
         "scored": 8,
-        "p50_ms": 1500.0,
-        "p95_ms": 1900.0,
-        "first_byte_p50_ms": 750.0,
+        "p50_ms": 1450.0,
+        "p95_ms": 1855.0,
+        "first_byte_p50_ms": 725.0,
     }
 
 
@@ -140,5 +140,5 @@ def test_the_report_names_the_machine_the_command_and_the_target() -> None:
     assert "Command: `python -m bench stream_lanes --duration 5`" in text
     assert "Target: p50 beside / alone ≤ 1.3 in every cell." in text
     row = next(line for line in text.splitlines() if line.startswith("| stream windowed |"))
-    assert row.split(" | ")[1:5] == ["40 / 40", "3500", "3650", "1.04"]
+    assert row.split(" | ")[1:5] == ["40 / 40", "3,500", "3,650", "1.04"]
     assert "| stream windowed: p50 beside / alone | ≤ 1.3 | 1.04 | yes |" in text
