@@ -32,7 +32,7 @@ SCENARIOS = {
     "reload": "bench.outage.reload",
     "soak": "bench.soak.run",
     "store_commit": "bench.store.commit",
-    "store_drivers": "bench.store.drivers",
+    "store_drivers": "bench.store.drivers.run",
     "store_queries": "bench.store.queries",
     "integrity": "bench.micro.integrity",
     "tamper_corpus": "bench.attacks.tamper_corpus",
