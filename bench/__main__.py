@@ -33,7 +33,7 @@ SCENARIOS = {
     "soak": "bench.soak.run",
     "store_commit": "bench.store.commit",
     "store_drivers": "bench.store.drivers.run",
-    "store_queries": "bench.store.queries",
+    "store_queries": "bench.store.queries.run",
     "integrity": "bench.micro.integrity",
     "tamper_corpus": "bench.attacks.tamper_corpus",
     "attacks": "bench.attacks.__main__",

@@ -81,7 +81,7 @@ def render(bench: Bench, machine: list[str], reps: int) -> str:
     parts = [
         "# PostgreSQL driver for the score store: asyncpg vs psycopg 3",
         "",
-        "`python -m bench store_drivers` (`bench/store/drivers.py` says what runs). "
+        "`python -m bench store_drivers` (`bench/store/drivers/run.py` says what runs). "
         f"Medians of {reps} runs a cell, the drivers taking turns in alternating order. "
         "CPU columns are milliseconds per 10,000 operations: `client` is this Python "
         "process (`time.process_time`), `PG` the cluster's processes; `other` is busy "
