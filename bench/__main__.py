@@ -18,7 +18,7 @@ SCENARIOS = {
     "peers": "bench.peers.run",
     "calls": "bench.micro.calls",
     "profile": "bench.peers.profile",
-    "scaleout": "bench.store.scaleout",
+    "scaleout": "bench.store.scaleout.run",
     "judge_lanes": "bench.judge.lanes",
     "judge_shedding": "bench.judge.shedding",
     "judge_transport": "bench.judge.transport",

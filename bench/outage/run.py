@@ -58,8 +58,10 @@ from types import FrameType
 from typing import Any
 
 from bench.harness import client
+from bench.harness.cpu import CpuWatch
 from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
+from bench.harness.postgres import durable_settings, pg_bin
 from bench.harness.procs import Processes, ServerProcess, free_port
 from bench.outage.load import (
     KEYS,
@@ -72,7 +74,6 @@ from bench.outage.load import (
     wait_quiet,
 )
 from bench.outage.report import figures, render
-from bench.store.scaleout import CpuWatch, _durable, _pg_bin
 from testkit.postgres import PgCluster, start_cluster
 
 __all__ = ["Plan", "main", "measure"]
@@ -105,7 +106,7 @@ def _log(message: str) -> None:
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM does what Ctrl-C does (see bench.store.scaleout's own)."""
+    """SIGTERM does what Ctrl-C does (see bench.store.scaleout.run's own)."""
     signal.raise_signal(signal.SIGINT)
 
 
@@ -261,7 +262,7 @@ def measure(plan: Plan, pg_bin: Path, keep_logs: Path | None = None) -> tuple[Ru
         cluster = start_cluster(pg_bin)
         stack.callback(cluster.stop)
         if plan.durable:
-            settings = _durable(cluster)
+            settings = durable_settings(cluster)
         else:
             names = ("server_version", "fsync", "synchronous_commit", "full_page_writes")
             settings = {name: cluster.psql(f"SHOW {name}") for name in names}
@@ -354,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     date = datetime.datetime.now().strftime("%Y-%m-%d-%H%M")
     source = source_note()
     try:
-        run, machine = measure(plan, _pg_bin(), args.keep_logs)
+        run, machine = measure(plan, pg_bin(), args.keep_logs)
     except KeyboardInterrupt:
         print(
             "bench.outage.run: interrupted; every process it started was stopped", file=sys.stderr

@@ -77,7 +77,7 @@ __all__ = ["main"]
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM does what Ctrl-C does (bench/store/scaleout.py says why through SIGINT)."""
+    """SIGTERM does what Ctrl-C does (bench/store/scaleout/run.py says why through SIGINT)."""
     signal.raise_signal(signal.SIGINT)
 
 
