@@ -11,11 +11,24 @@ enough for the whole answer's score to block under the scenario's policy. The fa
 
 from __future__ import annotations
 
-__all__ = ["BIASED_RUN", "BIASED_WORD", "OPINION_WORD", "is_biased_answer", "long_answer"]
+__all__ = [
+    "ANSWER_CHARS",
+    "BIASED_AT",
+    "BIASED_RUN",
+    "BIASED_WORD",
+    "CHUNK_CHARS",
+    "OPINION_WORD",
+    "is_biased_answer",
+    "long_answer",
+]
 
 OPINION_WORD = "I think"
 BIASED_WORD = "lazy"
 BIASED_RUN = 6
+# The scenario's answer: its length, its chunks' and where in it the biased run sits.
+ANSWER_CHARS = 2000
+CHUNK_CHARS = 20
+BIASED_AT = 0.5
 
 
 def _biased(index: int) -> str:

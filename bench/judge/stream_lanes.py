@@ -43,7 +43,7 @@ from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, free_port
 from bench.harness.report import fmt, percentile
 from bench.harness.store import get_json, store_rows
-from bench.judge.lanes import _LANE, KEYS
+from bench.judge.lanes import KEYS, LANE
 
 __all__ = ["VARIANTS", "Variant", "main", "markdown", "report", "summary", "targets"]
 
@@ -203,7 +203,7 @@ def _lanes(gateway: ServerProcess) -> dict[str, dict[str, float]]:
     with urllib.request.urlopen(request, timeout=10) as response:
         text = response.read().decode()
     found: dict[str, dict[str, float]] = {}
-    for name, lane, value in _LANE.findall(text):
+    for name, lane, value in LANE.findall(text):
         found.setdefault(lane, {})[name] = float(value)
     return found
 

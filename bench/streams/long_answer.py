@@ -34,28 +34,29 @@ from typing import Any
 import aiohttp
 import yaml
 
-from bench.fakes.long_text import BIASED_WORD, OPINION_WORD, is_biased_answer, long_answer
+from bench.fakes.long_text import (
+    ANSWER_CHARS,
+    BIASED_AT,
+    BIASED_WORD,
+    CHUNK_CHARS,
+    is_biased_answer,
+    long_answer,
+)
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, free_port
 from bench.harness.report import fmt, percentile
 from bench.harness.store import get_json, store_rows
-from gateway.scoring.windows import WindowSplitter
-from guard.bias.fence import rules_before
-from guard.bias.prompts import SYSTEM_PROMPT, BiasPrompts
-from testkit.reading_judge import reading_answer
+from bench.streams.window_tokens import token_table, tokens_markdown
 
-__all__ = ["CELLS", "main", "token_table"]
+__all__ = ["CELLS", "main"]
 
 TTFT = 0.3
-CHUNK_CHARS = 20
 CHUNK_INTERVAL = 0.03
-ANSWER_CHARS = 2000
 CHUNKS = ANSWER_CHARS // CHUNK_CHARS
 JUDGE_LATENCY = 0.4
 OPINION_LATENCY = 0.06
 JITTER = 0.3
 BIASED_EVERY = 4
-BIASED_AT = 0.5
 # The whole biased answer scores about 0.4: blocked under any policy of the scenario.
 THRESHOLDS = {"flag_threshold": 0.15, "block_threshold": 0.3}
 
@@ -296,68 +297,6 @@ def run(rates: tuple[float, ...], duration: float, work: Path) -> dict[str, Any]
     return {"cells": cells, "tokens": token_table()}
 
 
-# -- judge tokens per answer, by window size ----------------------------------------------
-
-
-def _tokens(chars: int) -> int:
-    return -(-chars // 4)  # about four characters a token, as the fakes count
-
-
-def token_table(sizes: tuple[int, ...] = (400, 800, 1200, 1600)) -> list[dict[str, Any]]:
-    """Judge tokens for one biased 2,000-character answer (faithful pipeline: extract, then
-    analyze), judged in windows of each size with 200 characters of context, against the
-    whole text judged once. Counted from the prompts the scorer sends, at four characters a
-    token; the fixed part is what a provider's prompt cache could serve."""
-    text, _ = long_answer(4, chars=ANSWER_CHARS, biased_every=4, biased_at=BIASED_AT)
-    prompts = BiasPrompts()
-    rows = []
-    for size in (*sizes, 0):
-        if size:
-            splitter = WindowSplitter(window_chars=size, context_chars=200, margin=size // 4)
-            windows, seen = [], ""
-            for start in range(0, len(text), CHUNK_CHARS):
-                seen = text[: start + CHUNK_CHARS]
-                closed = splitter.offer([seen], start // CHUNK_CHARS + 1)
-                if closed is not None:
-                    windows.append(closed)
-            tail = splitter.finish([text], len(text) // CHUNK_CHARS + 1)
-            parts = [w.parts[0] for w in [*windows, *([tail] if tail else [])]]
-            pieces = [(part.text, part.context) for part in parts]
-        else:
-            pieces = [(text, "")]
-        prompt = completion = fixed = 0
-        sent = 0
-        for window, context in pieces:
-            words = {"biased_words": [BIASED_WORD], "opinion_words": [OPINION_WORD]}
-            extract = prompts.extract(window, context=context)
-            opinions = json.loads(reading_answer("preprocess", extract, **words) or "{}")
-            analyze = prompts.analyze(window, opinions["opinions"], context=context)
-            verdicts = reading_answer("analyze", analyze, **words) or ""
-            prompt += _tokens(len(SYSTEM_PROMPT) * 2 + len(extract) + len(analyze))
-            completion += _tokens(len(json.dumps(opinions)) + len(verdicts))
-            fixed += _tokens(
-                len(SYSTEM_PROMPT) * 2 + len(rules_before(extract))
-                + len(rules_before(analyze))
-            )  # fmt: skip
-            sent += len(window) + len(context)
-        rows.append(
-            {
-                "window_chars": size or "whole text",
-                "windows": len(pieces),
-                "judge_calls": 2 * len(pieces),
-                "prompt_tokens": prompt,
-                "of_which_fixed": fixed,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-                "text_sent_ratio": round(sent / len(text), 2),
-            }
-        )
-    return rows
-
-
-# -- report ----------------------------------------------------------------------------------
-
-
 def markdown(results: dict[str, Any]) -> str:
     lines = [
         "| config | req/s | sent | TTFB p50 ms | TTFB over direct | last byte p50 ms"
@@ -390,21 +329,6 @@ def markdown(results: dict[str, Any]) -> str:
                 )
             )
             + " |"
-        )
-    return "\n".join(lines)
-
-
-def tokens_markdown(rows: list[dict[str, Any]]) -> str:
-    lines = [
-        "| window_chars | windows | judge calls | prompt tokens | of which fixed"
-        " | completion tokens | total | text sent / answer |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row['window_chars']} | {row['windows']} | {row['judge_calls']}"
-            f" | {row['prompt_tokens']} | {row['of_which_fixed']} | {row['completion_tokens']}"
-            f" | {row['total_tokens']} | {row['text_sent_ratio']:g} |"
         )
     return "\n".join(lines)
 
