@@ -41,7 +41,7 @@ SCENARIOS = {
 }
 
 # Servers the scenarios start, which also run alone; not scenarios themselves.
-FAKES = ("bench.fakes.server", "bench.fakes.slow", "bench.fakes.soak")
+FAKES = ("bench.fakes.server", "bench.fakes.paced")
 
 _HERE = Path(__file__).resolve().parent
 

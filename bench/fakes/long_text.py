@@ -6,7 +6,7 @@ for each opinion ("I think ..."), so a judge finds an opinion every third
 sentence. Every `biased_every`-th answer has a run of `BIASED_RUN` biased
 opinions (each holds `BIASED_WORD`) starting at about `biased_at` of its length,
 enough for the whole answer's score to block under the scenario's policy. The fake judge of
-`bench.fakes.slow --long-answer` reads them as `testkit.reading_judge` does.
+`bench.fakes.paced --long-chars` reads them as `testkit.reading_judge` does.
 """
 
 from __future__ import annotations

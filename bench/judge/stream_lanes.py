@@ -38,6 +38,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.fakes.paced import Pace, start_paced
 from bench.harness.machine import load_average, machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, free_port
@@ -116,14 +117,15 @@ def gateway_config(
 
 
 def _fake(procs: Processes, work: Path, name: str) -> ServerProcess:
-    port = free_port()
-    argv = [
-        sys.executable, "-m", "bench.fakes.slow", "--port", str(port), "--chunks", str(CHUNKS),
-        "--ttft", str(TTFT), "--chunk-interval", str(CHUNK_INTERVAL),
-        "--judge-latency", str(JUDGE_LATENCY), "--jitter", str(JITTER),
-        "--long-answer", str(ANSWER_CHARS),
-    ]  # fmt: skip
-    return procs.start(name, argv, port=port, ready_path="/bench/stats", log_dir=work)
+    pace = Pace(
+        chunks=CHUNKS,
+        ttft=TTFT,
+        chunk_interval=CHUNK_INTERVAL,
+        judge_latency=JUDGE_LATENCY,
+        jitter=JITTER,
+        long_chars=ANSWER_CHARS,
+    )
+    return start_paced(procs, name, pace, log_dir=work)
 
 
 async def _one(

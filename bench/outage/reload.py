@@ -2,7 +2,7 @@
 
 `python -m bench reload [--workers 2] [--rate 100]`.
 
-It starts a paced upstream and judge (`bench.fakes.slow`, separate processes) and
+It starts a paced upstream and judge (`bench.fakes.paced`, separate processes) and
 `bias-gateway serve` in monitor mode, drives `--rate` requests a second with a
 kept key (every `--stream-every`-th a stream of 50 chunks that stays open about
 2 s), and at `--reload-at` seconds rewrites the config (one key removed, one
@@ -34,6 +34,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from bench.fakes.paced import Pace, start_paced
 from bench.harness.client import run
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, free_port
@@ -203,16 +204,17 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder, Processes() as procs:
         tmp = Path(folder)
-        fake = [sys.executable, "-m", "bench.fakes.slow", "--chunks", str(CHUNKS)]
-        up_port, judge_port, port = free_port(), free_port(), free_port()
-        pace = ["--ttft", "0.2", "--chunk-interval", "0.04"]
+        port = free_port()
         # Longer than the gateway's pooled connections live, unless --fake-keep-alive says.
-        fake += ["--keep-alive", str(args.fake_keep_alive)]
-        upstream = procs.start("upstream", [*fake, "--port", str(up_port), *pace],
-                               port=up_port, ready_path="/v1/models", log_dir=tmp)  # fmt: skip
-        judge = procs.start("judge", [*fake, "--port", str(judge_port), "--judge-latency",
-                                      "0.05", "--jitter", "0"],
-                            port=judge_port, ready_path="/v1/models", log_dir=tmp)  # fmt: skip
+        alive = args.fake_keep_alive
+        upstream = start_paced(
+            procs, "upstream", Pace(chunks=CHUNKS, ttft=0.2, chunk_interval=0.04),
+            log_dir=tmp, keep_alive=alive,
+        )  # fmt: skip
+        judge = start_paced(
+            procs, "judge", Pace(chunks=CHUNKS, judge_latency=0.05, jitter=0.0),
+            log_dir=tmp, keep_alive=alive,
+        )  # fmt: skip
         config = tmp / "gateway.yaml"
         write_config(config, upstream.url, judge.url, [KEPT, REMOVED])
         argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port",

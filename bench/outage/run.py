@@ -10,7 +10,7 @@ What runs, each a process of its own (in its own process group, stopped at the e
 on errors and on Ctrl-C too), on this one machine:
 - a throwaway PostgreSQL cluster (`testkit/postgres.py`) with PostgreSQL's
   default durability (fsync, synchronous_commit, full_page_writes on);
-- the upstream, `bench.fakes.slow`: the first byte after 0.3 s, then 10 chunks 20 ms
+- the upstream, `bench.fakes.paced`: the first byte after 0.3 s, then 10 chunks 20 ms
   apart (a whole answer after the same 0.5 s); every reply unique, so no cache
   hides the judge;
 - the judge, the same program on its own port: 1 s ± 30 % a call (uniform), no 429s;
@@ -57,6 +57,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from bench.fakes.paced import Pace, start_paced
 from bench.harness import client
 from bench.harness.cpu import CpuWatch
 from bench.harness.machine import machine_line, source_note
@@ -111,14 +112,14 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _fake(procs: Processes, work: Path, name: str, plan: Plan) -> ServerProcess:
-    port = free_port()
-    argv = [
-        sys.executable, "-m", "bench.fakes.slow", "--port", str(port),
-        "--chunks", str(plan.chunks), "--ttft", str(plan.ttft),
-        "--chunk-interval", str(plan.chunk_interval),
-        "--judge-latency", str(plan.judge_latency), "--jitter", str(plan.jitter),
-    ]  # fmt: skip
-    return procs.start(name, argv, port=port, ready_path="/bench/stats", log_dir=work)
+    pace = Pace(
+        chunks=plan.chunks,
+        ttft=plan.ttft,
+        chunk_interval=plan.chunk_interval,
+        judge_latency=plan.judge_latency,
+        jitter=plan.jitter,
+    )
+    return start_paced(procs, name, pace, log_dir=work)
 
 
 def _config(work: Path, upstream: str, judge: str, url: str, plan: Plan) -> Path:

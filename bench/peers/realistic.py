@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.fakes.paced import Pace, start_paced
 from bench.harness.openloop import Load, open_loop
 from bench.harness.procs import Processes, ServerProcess, free_port
 from bench.harness.report import fmt, percentile
@@ -73,17 +74,16 @@ def _start_fake(
 ) -> ServerProcess:
     """The slow fake: a judge limited to `judge_rps` calls a second (None: no limit), an
     upstream whose every `biased_every`th answer is biased (0: none)."""
-    port = free_port()
-    argv = [
-        sys.executable, "-m", "bench.fakes.slow", "--port", str(port), "--chunks", str(CHUNKS),
-        "--ttft", str(UPSTREAM_TTFT), "--chunk-interval", str(CHUNK_INTERVAL),
-        "--judge-latency", str(JUDGE_LATENCY), "--jitter", str(JITTER),
-    ]  # fmt: skip
-    if judge_rps is not None:
-        argv += ["--judge-rps", str(judge_rps)]
-    if biased_every:
-        argv += ["--biased-every", str(biased_every)]
-    return procs.start(name, argv, port=port, ready_path="/bench/stats", log_dir=work)
+    pace = Pace(
+        chunks=CHUNKS,
+        ttft=UPSTREAM_TTFT,
+        chunk_interval=CHUNK_INTERVAL,
+        judge_latency=JUDGE_LATENCY,
+        jitter=JITTER,
+        judge_rps=judge_rps,
+        biased_every=biased_every,
+    )
+    return start_paced(procs, name, pace, log_dir=work)
 
 
 def _start_gateway(

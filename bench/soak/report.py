@@ -58,7 +58,7 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         f"{meta['machine']}; commit {meta['commit']}. One `bias-gateway serve` (one worker,"
         " SQLite store in a temporary folder, `--log-level warning`, the shipped defaults"
-        " otherwise) in front of two `bench.fakes.soak` processes, the upstream and the judge.",
+        " otherwise) in front of two `bench.fakes.paced` processes, the upstream and the judge.",
         "",
         f"**The machine was shared**: other sessions ran tests meanwhile. Load average (1 min)"
         f" during the run: min {min(loads):g}, mean {sum(loads) / len(loads):.2f}, max"

@@ -3,7 +3,7 @@
 `python -m bench soak --duration 30m --rate 100`.
 
 Starts the soak fake as the upstream and, in a second process, as the judge
-(`bench.fakes.soak`), and one `bias-gateway serve` on a SQLite store in a
+(`bench.fakes.paced`), and one `bias-gateway serve` on a SQLite store in a
 temporary folder, with a monitor key, two enforce keys (buffered and live
 streams) and an admin key. Then it drives the mix of `bench.soak.traffic` at
 `--rate` requests a second in bursts (`--burst` seconds on, `--gap` seconds
@@ -35,6 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from bench.fakes.paced import Pace, start_paced
 from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, free_port, machine_busy_seconds
@@ -102,16 +103,17 @@ def _log(message: str) -> None:
 
 def _start(procs: Processes, plan: SoakPlan, work: Path) -> tuple[ServerProcess, ...]:
     fakes = []
+    pace = Pace(
+        chunks=plan.chunks,
+        ttft=plan.ttft,
+        chunk_interval=plan.chunk_interval,
+        judge_latency=plan.judge_latency,
+        jitter=plan.jitter,
+        judge_429_every=plan.judge_429_every,
+        seed=11,
+    )
     for name in ("upstream", "judge"):
-        port = free_port()
-        argv = [
-            sys.executable, "-m", "bench.fakes.soak", "--port", str(port),
-            "--chunks", str(plan.chunks), "--ttft", str(plan.ttft),
-            "--chunk-interval", str(plan.chunk_interval),
-            "--judge-latency", str(plan.judge_latency), "--jitter", str(plan.jitter),
-            "--judge-429-every", str(plan.judge_429_every),
-        ]  # fmt: skip
-        fakes.append(procs.start(name, argv, port=port, ready_path="/bench/stats", log_dir=work))
+        fakes.append(start_paced(procs, name, pace, log_dir=work))
     port = free_port()
     config = work / "gateway.yaml"
     config.write_text(

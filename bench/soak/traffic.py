@@ -5,7 +5,7 @@ the same sequence) and sent on a task of its own every 1/rate seconds, whatever
 the answers do. A model request may carry one mishap, also drawn by weight: a
 reply the judge finds biased, an upstream 500, a stream the upstream cuts, or a
 stream the client leaves after two chunks. The fake reads the marks in the
-prompt (`bench.fakes.soak`), so each answer is checked against what it should be,
+prompt (`bench.fakes.paced`), so each answer is checked against what it should be,
 and anything else is counted as `unexpected`.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.fakes.soak import BIASED_MARK, CUT_MARK, FAIL_MARK, INJECTED
+from bench.fakes.paced import BIASED_MARK, CUT_MARK, FAIL_MARK, INJECTED
 
 __all__ = ["KEYS", "KINDS", "MISHAPS", "Kind", "Outcome", "Traffic"]
 

@@ -42,6 +42,7 @@ from bench.fakes.long_text import (
     is_biased_answer,
     long_answer,
 )
+from bench.fakes.paced import Pace, start_paced
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, free_port
 from bench.harness.report import fmt, percentile
@@ -93,15 +94,18 @@ def _log(message: str) -> None:
 
 
 def _fake(procs: Processes, work: Path, name: str) -> ServerProcess:
-    port = free_port()
-    argv = [
-        sys.executable, "-m", "bench.fakes.slow", "--port", str(port), "--chunks", str(CHUNKS),
-        "--ttft", str(TTFT), "--chunk-interval", str(CHUNK_INTERVAL),
-        "--judge-latency", str(JUDGE_LATENCY), "--opinion-latency", str(OPINION_LATENCY),
-        "--jitter", str(JITTER), "--long-answer", str(ANSWER_CHARS),
-        "--long-biased-every", str(BIASED_EVERY), "--long-biased-at", str(BIASED_AT),
-    ]  # fmt: skip
-    return procs.start(name, argv, port=port, ready_path="/bench/stats", log_dir=work)
+    pace = Pace(
+        chunks=CHUNKS,
+        ttft=TTFT,
+        chunk_interval=CHUNK_INTERVAL,
+        judge_latency=JUDGE_LATENCY,
+        opinion_latency=OPINION_LATENCY,
+        jitter=JITTER,
+        long_chars=ANSWER_CHARS,
+        long_biased_every=BIASED_EVERY,
+        long_biased_at=BIASED_AT,
+    )
+    return start_paced(procs, name, pace, log_dir=work)
 
 
 def _gateway(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bench.fakes.slow import SlowFake
+from bench.fakes.paced import Pace, PacedFake
 from bench.judge import lanes as judge_lanes
 from bench.judge import lanes_report
 from testkit.servers import ServerThread
@@ -15,9 +15,7 @@ from testkit.servers import ServerThread
 
 @pytest.fixture
 def slow_upstream() -> Any:
-    fake = SlowFake(
-        chunks=2, ttft=0.05, chunk_interval=0.01, judge_latency=0.1, jitter=0.3, judge_rps=None
-    )
+    fake = PacedFake(Pace(chunks=2, ttft=0.05, chunk_interval=0.01, judge_latency=0.1, jitter=0.3))
     server = ServerThread(fake.app).start()
     yield fake, server
     server.stop()

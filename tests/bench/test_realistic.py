@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench.fakes.slow import SlowFake
+from bench.fakes.paced import Pace, PacedFake
 from bench.harness.openloop import Load, Sent, open_loop
 from bench.peers import realistic
 from bench.peers.targets import realistic_targets
@@ -24,9 +24,7 @@ RUN = Path(__file__).resolve().parents[2] / "bench" / "results" / "realistic-lat
 
 @pytest.fixture
 def slow_upstream() -> Any:
-    fake = SlowFake(
-        chunks=2, ttft=0.1, chunk_interval=0.01, judge_latency=0.1, jitter=0.3, judge_rps=None
-    )
+    fake = PacedFake(Pace(chunks=2, ttft=0.1, chunk_interval=0.01, judge_latency=0.1, jitter=0.3))
     server = ServerThread(fake.app).start()
     yield server
     server.stop()
@@ -46,8 +44,8 @@ def test_the_open_loop_keeps_its_pace_whatever_the_answers_do(slow_upstream: Any
 
 
 def test_the_slow_judge_rate_limits_and_reports_what_it_saw() -> None:
-    fake = SlowFake(
-        chunks=2, ttft=0.0, chunk_interval=0.0, judge_latency=0.01, jitter=0.0, judge_rps=2
+    fake = PacedFake(
+        Pace(chunks=2, ttft=0.0, chunk_interval=0.0, judge_latency=0.01, jitter=0.0, judge_rps=2)
     )
     server = ServerThread(fake.app).start()
     try:

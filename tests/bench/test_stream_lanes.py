@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bench.fakes.slow import SlowFake
+from bench.fakes.paced import Pace, PacedFake
 from bench.judge import stream_lanes
 from gateway.config.loading import load_settings
 from testkit.servers import ServerThread
@@ -42,9 +42,7 @@ def test_every_cell_configures_a_gateway_that_loads(
 
 
 def test_the_load_is_paced_until_stopped_with_its_key_and_its_own_answers() -> None:
-    fake = SlowFake(
-        chunks=2, ttft=0.01, chunk_interval=0.0, judge_latency=0.1, jitter=0.0, judge_rps=None
-    )
+    fake = PacedFake(Pace(chunks=2, ttft=0.01, chunk_interval=0.0, judge_latency=0.1, jitter=0.0))
     server = ServerThread(fake.app).start()
 
     async def load() -> list[stream_lanes.Sent]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.fakes.paced import Pace, start_paced
 from bench.harness.cpu import Quiet
 from bench.harness.procs import Processes, ServerProcess, free_port
 from bench.store.scaleout.plan import ENV, Plan
@@ -81,14 +82,11 @@ def start_scorer(ctx: Context, name: str, *, store_url: str, judge: str) -> Serv
 
 def start_judge(ctx: Context, name: str) -> ServerProcess:
     """The slow judge: every judge call sleeps `judge_latency` ± `judge_jitter`, no 429s."""
-    port = free_port()
     plan = ctx.plan
-    argv = [
-        sys.executable, "-m", "bench.fakes.slow", "--port", str(port), "--ttft", "0",
-        "--chunk-interval", "0", "--judge-latency", str(plan.judge_latency),
-        "--jitter", str(plan.judge_jitter),
-    ]  # fmt: skip
-    return ctx.procs.start(name, argv, port=port, ready_path="/bench/stats", log_dir=ctx.work_dir)
+    pace = Pace(
+        ttft=0.0, chunk_interval=0.0, judge_latency=plan.judge_latency, jitter=plan.judge_jitter
+    )
+    return start_paced(ctx.procs, name, pace, log_dir=ctx.work_dir)
 
 
 @contextlib.contextmanager

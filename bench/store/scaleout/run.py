@@ -25,7 +25,7 @@ issue asks two things of that design, and this measures both:
    database is filled with N pending work items through a gateway
    (`queue.scorer: external`), which is then stopped; then 1 or 2 scorer
    processes start together and the database is polled until all N are final.
-   The judge is slow: `bench.fakes.slow`, 0.33 s ± 30 % a call, 3 calls a
+   The judge is slow: `bench.fakes.paced`, 0.33 s ± 30 % a call, 3 calls a
    scoring (about 1 s), a process of its own that only sleeps, so it is not the
    bottleneck (its CPU and peak of calls in flight are in the table). Each
    scorer has `judge.max_concurrency: 8` and N is large enough (8 x 2 x 12 =
