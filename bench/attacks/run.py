@@ -21,7 +21,8 @@ from typing import Any
 import yaml
 
 from bench.attacks.corpus import Entry
-from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.gateways import gateway_config, start_gateway
+from bench.harness.procs import Processes, free_port
 from testkit.attack_runs import AnswerBook, Clients, Delivery, send
 from testkit.servers import ServerThread
 
@@ -99,19 +100,20 @@ class Cell:
     rows: list[Row] = field(default_factory=list)
 
 
-def _config_yaml(
+def _settings(
     work: Path, name: str, upstream: str, judge: tuple[str, str], policy: dict[str, Any]
-) -> Path:
-    path = work / f"{name}.yaml"
-    settings = {
-        "upstream": {"base_url": f"{upstream}/v1", "api_key": "sk-bench", "timeout": 60},
-        "anthropic": {"base_url": upstream, "api_key": "sk-ant-bench", "timeout": 60},
-        "judge": {"base_url": judge[0], "model": judge[1], "api_key": "sk-judge", "timeout": 30},
-        "store": {"path": str(work / f"{name}.db")},
-        "policies": {"default": {**ENFORCE, **policy}},
+) -> dict[str, Any]:
+    config = gateway_config(upstream, upstream, store=work / f"{name}.db")
+    config["upstream"]["timeout"] = 60
+    config["anthropic"] = {"base_url": upstream, "api_key": "sk-ant-bench", "timeout": 60}
+    config["judge"] = {
+        "base_url": judge[0],
+        "model": judge[1],
+        "api_key": "sk-judge",
+        "timeout": 30,
     }
-    path.write_text(yaml.safe_dump(settings, allow_unicode=True))
-    return path
+    config["policies"]["default"] = {**ENFORCE, **policy}
+    return config
 
 
 def accepted(work: Path, wanted: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -120,9 +122,11 @@ def accepted(work: Path, wanted: dict[str, Any]) -> tuple[dict[str, Any], dict[s
     taken: dict[str, Any] = {}
     refused: dict[str, str] = {}
     for key, value in wanted.items():
-        config = _config_yaml(
+        settings = _settings(
             work, f"check-{key}", "http://127.0.0.1:9", ("http://x", "m"), {key: value}
         )
+        config = work / f"check-{key}.yaml"
+        config.write_text(yaml.safe_dump(settings, allow_unicode=True))
         done = subprocess.run(
             [sys.executable, "-m", "gateway", "check-config", str(config)],
             capture_output=True, text=True, timeout=120, check=False,
@@ -149,13 +153,6 @@ def _start_judge(procs: Processes, work: Path, which: str) -> tuple[str, str]:
     server = procs.start("judge-gullible", [sys.executable, *argv], port=port,
                          ready_path="/v1/models", log_dir=work)  # fmt: skip
     return f"{server.url}/v1", "gullible-judge"
-
-
-def _start_gateway(procs: Processes, work: Path, name: str, config: Path) -> ServerProcess:
-    port = free_port()
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config)]
-    argv += ["--port", str(port), "--log-level", "warning"]
-    return procs.start(name, argv, port=port, ready_path="/readyz", log_dir=work)
 
 
 def _send(clients: Clients, row: Row) -> Row:
@@ -206,8 +203,8 @@ def run(
                 judge = _start_judge(procs, work, which)
                 for config, (taken, refused) in configs.items():
                     name = f"gateway-{which}-{config}"
-                    path = _config_yaml(work, name, upstream.url, judge, taken)
-                    gateway = _start_gateway(procs, work, name, path)
+                    settings = _settings(work, name, upstream.url, judge, taken)
+                    gateway = start_gateway(procs, name, settings, log_dir=work)
                     clients = Clients(gateway.url)
                     rows = [Row(entry, surface) for entry in entries for surface in surfaces]
                     cell = Cell(which, config, taken, refused)

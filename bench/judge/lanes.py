@@ -37,9 +37,10 @@ from typing import Any
 
 import aiohttp
 
+from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import load_average, machine_line
 from bench.harness.openloop import Load, Sent, post
-from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.procs import Processes, ServerProcess
 from bench.harness.store import store_rows, wait_settled
 from bench.judge.lanes_report import markdown, targets
 from bench.peers.realistic import _figures, _start_fake
@@ -97,20 +98,16 @@ def _log(message: str) -> None:
     print(f"bench judge lanes: {message}", file=sys.stderr, flush=True)
 
 
-def _config(upstream: str, judge: str, store: Path, port: int, extra: dict[str, Any]) -> str:
-    settings = {
-        "upstream": {"base_url": f"{upstream}/v1", "api_key": "sk-bench"},
-        "judge": {"model": "judge", "base_url": f"{judge}/v1", "api_key": "sk-bench", **extra},
-        "keys": [
-            {"key": KEYS["enforce"], "name": "enforce", "policy": "strict"},
-            {"key": KEYS["monitor"], "name": "monitor"},
-            {"key": KEYS["small"], "name": "small"},
-        ],
-        "policies": {"default": {"mode": "monitor"}, "strict": {"mode": "enforce"}},
-        "store": {"path": str(store)},
-        "server": {"host": "127.0.0.1", "port": port},
-    }
-    return json.dumps(settings, indent=2)  # JSON is YAML
+def _config(upstream: str, judge: str, store: Path, extra: dict[str, Any]) -> dict[str, Any]:
+    config = gateway_config(upstream, judge, store=store)
+    config["judge"].update(extra)
+    config["keys"] = [
+        {"key": KEYS["enforce"], "name": "enforce", "policy": "strict"},
+        {"key": KEYS["monitor"], "name": "monitor"},
+        {"key": KEYS["small"], "name": "small"},
+    ]
+    config["policies"]["strict"] = {"mode": "enforce"}
+    return config
 
 
 async def _paced(
@@ -255,14 +252,9 @@ def _cell(
     slug = re.sub(r"\W+", "-", cell.name)
     cell, judge_rps = _scaled(cell, plan.scale), JUDGE_RPS * plan.scale
     judge = _start_fake(procs, work, f"judge-{slug}", judge_rps=judge_rps)
-    port, store = free_port(), work / f"{slug}.db"
-    config = work / f"{slug}.yaml"
-    config.write_text(_config(upstream.url, judge.url, store, port, cell.judge))
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-    gateway = procs.start(
-        f"gateway-{slug}", [*argv, "--log-level", "warning"], port=port,
-        ready_path="/readyz", log_dir=work,
-    )  # fmt: skip
+    store = work / f"{slug}.db"
+    config = _config(upstream.url, judge.url, store, cell.judge)
+    gateway = start_gateway(procs, f"gateway-{slug}", config, log_dir=work)
     _log(f"{cell.name} (judge limit {judge_rps:g} calls/s)")
     streams: tuple[tuple[str | None, float], ...] = cell.streams
     loads, samples = asyncio.run(_run_streams(gateway.url, streams, plan.duration, judge, gateway))

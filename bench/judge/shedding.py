@@ -33,27 +33,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import load_average, machine_line
 from bench.harness.openloop import Load, open_loop
 from bench.harness.paths import RESULTS
-from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.procs import Processes, ServerProcess
 from bench.harness.report import percentile
 from bench.harness.store import get_json
-from bench.peers.realistic import _GATEWAY_YAML as _REALISTIC_YAML
 from bench.peers.realistic import _start_fake
 
 __all__ = ["Plan", "main", "markdown", "run", "slices"]
 
 SCORED_WITHIN = 30.0  # seconds after the response
 SLICE = 10.0  # seconds of sending per slice
-
-# The realistic scenario's gateway, with the judge's budget, reasons for flagged answers
-# only, batches, and a queue that holds what the judge's budget does in a few seconds.
-_GATEWAY_YAML = _REALISTIC_YAML.replace(
-    "  pipeline: {pipeline}\n",
-    "  pipeline: {pipeline}\n  reason_for: flagged\n  max_concurrency: {concurrency}\n"
-    "  batch_size: {batch_size}\n{budget}",
-).replace("store:\n", "queue:\n  size: {queue_size}\nstore:\n")
 
 
 @dataclass(frozen=True)
@@ -89,29 +81,21 @@ def _start_gateway(
     judge: ServerProcess,
     cell: str,
 ) -> tuple[ServerProcess, Path]:
+    # The realistic scenario's gateway, with the judge's budget, reasons for flagged
+    # answers only, batches, and a queue that holds what the budget does in a few seconds.
     pipeline, batch_size = _CELLS[cell]
-    port = free_port()
     store = work / f"{cell}.db"
-    config = work / f"{cell}.yaml"
-    config.write_text(
-        _GATEWAY_YAML.format(
-            upstream=upstream.url,
-            judge=judge.url,
-            pipeline=pipeline,
-            mode="monitor",
-            concurrency=plan.concurrency,
-            batch_size=batch_size,
-            queue_size=plan.queue_size,
-            budget=(f"  max_requests_per_minute: {plan.judge_rps * 60:g}\n" if plan.budget else ""),
-            store=store,
-            port=port,
-        )
+    config = gateway_config(upstream.url, judge.url, store=store)
+    config["judge"].update(
+        pipeline=pipeline,
+        reason_for="flagged",
+        max_concurrency=plan.concurrency,
+        batch_size=batch_size,
     )
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-    argv += ["--log-level", "warning"]
-    return procs.start(
-        f"gateway-{cell}", argv, port=port, ready_path="/readyz", log_dir=work
-    ), store
+    if plan.budget:
+        config["judge"]["max_requests_per_minute"] = round(plan.judge_rps * 60)
+    config["queue"] = {"size": plan.queue_size}
+    return start_gateway(procs, f"gateway-{cell}", config, log_dir=work), store
 
 
 def slices(

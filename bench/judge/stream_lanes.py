@@ -39,9 +39,10 @@ from typing import Any
 import aiohttp
 
 from bench.fakes.paced import Pace, start_paced
+from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import load_average, machine_line, source_note
 from bench.harness.paths import RESULTS
-from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.procs import Processes, ServerProcess
 from bench.harness.report import fmt, percentile
 from bench.harness.store import get_json, store_rows
 from bench.judge.lanes import KEYS, LANE
@@ -96,24 +97,17 @@ def _log(message: str) -> None:
     print(f"bench stream lanes: {message}", file=sys.stderr, flush=True)
 
 
-def gateway_config(
-    upstream: str, judge: str, store: Path, port: int, variant: Variant
-) -> dict[str, Any]:
+def settings_for(upstream: str, judge: str, store: Path, variant: Variant) -> dict[str, Any]:
     """The gateway's settings for `variant`: the two keys, the judge's 60 slots."""
-    return {
-        "upstream": {"base_url": f"{upstream}/v1", "api_key": "sk-bench", **variant.route},
-        "judge": {"model": "judge", "base_url": f"{judge}/v1", "api_key": "sk-bench", **_JUDGE},
-        "keys": [
-            {"key": KEYS["enforce"], "name": "enforce", "policy": "strict"},
-            {"key": KEYS["monitor"], "name": "monitor", "weight": MONITOR_WEIGHT},
-        ],
-        "policies": {
-            "default": {"mode": "monitor"},
-            "strict": {"mode": "enforce", **variant.policy},
-        },
-        "store": {"path": str(store)},
-        "server": {"host": "127.0.0.1", "port": port},
-    }
+    config = gateway_config(upstream, judge, store=store)
+    config["upstream"].update(variant.route)
+    config["judge"].update(_JUDGE)
+    config["keys"] = [
+        {"key": KEYS["enforce"], "name": "enforce", "policy": "strict"},
+        {"key": KEYS["monitor"], "name": "monitor", "weight": MONITOR_WEIGHT},
+    ]
+    config["policies"]["strict"] = {"mode": "enforce", **variant.policy}
+    return config
 
 
 def _fake(procs: Processes, work: Path, name: str) -> ServerProcess:
@@ -271,14 +265,9 @@ def _cell(
 ) -> dict[str, Any]:
     slug = re.sub(r"\W+", "-", variant.name)
     judge = _fake(procs, work, f"judge-{slug}")
-    port, store = free_port(), work / f"{slug}.db"
-    config = work / f"{slug}.yaml"  # JSON is YAML
-    config.write_text(json.dumps(gateway_config(upstream.url, judge.url, store, port, variant)))
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-    gateway = procs.start(
-        f"gateway-{slug}", [*argv, "--log-level", "warning"], port=port,
-        ready_path="/readyz", log_dir=work,
-    )  # fmt: skip
+    store = work / f"{slug}.db"
+    config = settings_for(upstream.url, judge.url, store, variant)
+    gateway = start_gateway(procs, f"gateway-{slug}", config, log_dir=work)
     try:
         result = asyncio.run(_phases(gateway, judge, store, variant, duration))
     finally:

@@ -24,7 +24,6 @@ import datetime
 import json
 import os
 import signal
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -32,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import yaml
 
 from bench.fakes.paced import Pace, start_paced
 from bench.harness.client import run
+from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, free_port
 
@@ -80,16 +79,17 @@ class Probes:
         return self.seen[stale[-1]][0], self.seen[after][0] if after < len(self.seen) else None
 
 
-def write_config(path: Path, upstream: str, judge: str, keys: list[str]) -> None:
+def settings_for(store: Path, upstream: str, judge: str, keys: list[str]) -> dict[str, Any]:
     names = {KEPT: "kept", REMOVED: "removed", ADDED: "added"}
-    config = {
-        "upstream": {"base_url": f"{upstream}/v1", "api_key": "sk-upstream"},
-        "judge": {"model": "judge", "base_url": f"{judge}/v1", "max_retries": 0},
-        "policies": {"default": {"mode": "monitor"}},
-        "keys": [{"key": key, "name": names[key]} for key in keys],
-        "store": {"path": str(path.parent / "scores.db")},
-    }
-    path.write_text(yaml.safe_dump(config))
+    config = gateway_config(upstream, judge, store=store)
+    config["judge"]["max_retries"] = 0
+    config["keys"] = [{"key": key, "name": names[key]} for key in keys]
+    return config
+
+
+def write_config(path: Path, upstream: str, judge: str, keys: list[str]) -> None:
+    """The gateway's config file rewritten, for the reload to read (JSON is YAML)."""
+    path.write_text(json.dumps(settings_for(path.parent / "scores.db", upstream, judge, keys)))
 
 
 async def one_request(session: aiohttp.ClientSession, url: str, stream: bool, load: Load,
@@ -215,13 +215,12 @@ def main(argv: list[str] | None = None) -> None:
             procs, "judge", Pace(chunks=CHUNKS, judge_latency=0.05, jitter=0.0),
             log_dir=tmp, keep_alive=alive,
         )  # fmt: skip
-        config = tmp / "gateway.yaml"
-        write_config(config, upstream.url, judge.url, [KEPT, REMOVED])
-        argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port",
-                str(port), "--workers", str(args.workers)]  # fmt: skip
-        env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        gateway = procs.start("gateway", argv, port=port, ready_path="/readyz", log_dir=tmp,
-                              env=env)  # fmt: skip
+        settings = settings_for(tmp / "scores.db", upstream.url, judge.url, [KEPT, REMOVED])
+        gateway = start_gateway(
+            procs, "gateway", settings, log_dir=tmp, port=port, log_level=None,
+            args=["--workers", str(args.workers)], env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        )  # fmt: skip
+        config = tmp / "gateway.json"  # start_gateway's file, which the reload rewrites
         load, probes = run(lambda: scenario(args, gateway, config, upstream.url, judge.url))
         alive = gateway.alive()
         logged = gateway.log_path.read_text(errors="replace").splitlines()

@@ -60,10 +60,11 @@ from typing import Any
 from bench.fakes.paced import Pace, start_paced
 from bench.harness import client
 from bench.harness.cpu import CpuWatch
+from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.postgres import durable_settings, pg_bin
-from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.procs import Processes, ServerProcess
 from bench.outage.load import (
     KEYS,
     QUIET_CORES,
@@ -122,36 +123,25 @@ def _fake(procs: Processes, work: Path, name: str, plan: Plan) -> ServerProcess:
     return start_paced(procs, name, pace, log_dir=work)
 
 
-def _config(work: Path, upstream: str, judge: str, url: str, plan: Plan) -> Path:
-    """One config file (JSON is YAML) for both gateways and the scorer; the port is
-    given on the command line."""
-    config = {
-        "upstream": {"base_url": f"{upstream}/v1", "api_key": "sk-bench", "timeout": 60},
-        "judge": {
-            "model": "judge",
-            "base_url": f"{judge}/v1",
-            "api_key": "sk-bench",
-            "max_concurrency": plan.max_concurrency,
-        },
-        "policies": {"default": {"mode": "monitor"}, "strict": {"mode": "enforce"}},
-        "keys": [
-            {"name": "monitor", "key": KEYS["monitor"]},
-            {"name": "enforce", "key": KEYS["enforce"], "policy": "strict"},
-        ],
-        "store": {"url": url, "retention_days": 0},
-        "queue": {"scorer": "external"},
-        "server": {"host": "127.0.0.1"},
-    }
-    path = work / "gateway.yaml"
-    path.write_text(json.dumps(config, indent=2))
-    return path
+def _settings(upstream: str, judge: str, url: str, plan: Plan) -> dict[str, Any]:
+    """The settings of both gateways and the scorer."""
+    config = gateway_config(upstream, judge)
+    config["upstream"]["timeout"] = 60
+    config["judge"]["max_concurrency"] = plan.max_concurrency
+    config["policies"]["strict"] = {"mode": "enforce"}
+    config["keys"] = [
+        {"name": "monitor", "key": KEYS["monitor"]},
+        {"name": "enforce", "key": KEYS["enforce"], "policy": "strict"},
+    ]
+    config["store"] = {"url": url, "retention_days": 0}
+    config["queue"] = {"scorer": "external"}
+    return config
 
 
-def _start(procs: Processes, work: Path, name: str, command: str, config: Path) -> ServerProcess:
-    port = free_port()
-    argv = [sys.executable, "-m", "gateway", command, "--config", str(config)]
-    argv += ["--port", str(port), "--log-level", "warning"]
-    return procs.start(name, argv, port=port, ready_path="/readyz", log_dir=work, env=ENV)
+def _start(
+    procs: Processes, work: Path, name: str, command: str, config: dict[str, Any]
+) -> ServerProcess:
+    return start_gateway(procs, name, config, log_dir=work, env=ENV, command=command)
 
 
 def _stats(server: ServerProcess) -> dict[str, Any]:
@@ -272,7 +262,7 @@ def measure(plan: Plan, pg_bin: Path, keep_logs: Path | None = None) -> tuple[Ru
         with ThreadPoolExecutor(max_workers=3) as pool:
             fakes = [pool.submit(_fake, procs, work, name, plan) for name in ("upstream", "judge")]
             upstream, judge = (future.result() for future in fakes)
-            config = _config(work, upstream.url, judge.url, url, plan)
+            config = _settings(upstream.url, judge.url, url, plan)
             # The first one migrates the database; the others then find it done.
             servers = [_start(procs, work, "gateway-1", "serve", config)]
             others = [

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.procs import Processes, ServerProcess, StartError, free_port
 
 __all__ = ["CONFIGS", "Context", "Deployed", "Unavailable", "start_fake"]
@@ -94,47 +95,18 @@ def _floor(ctx: Context) -> Deployed:
     return Deployed("aiohttp floor", server)
 
 
-_GATEWAY_YAML = """\
-upstream:
-  base_url: {fake}/v1
-  api_key: sk-bench
-  timeout: 60
-judge:
-  model: judge
-  base_url: {judge}/v1
-  api_key: sk-bench
-  timeout: 30
-policies:
-  default:
-    mode: {mode}
-    sample_rate: 1.0
-    stream_policy: buffer
-store:
-  path: {store}
-queue:
-  size: {queue_size}
-  full_wait: 60
-  drain_deadline: 5
-server:
-  host: 127.0.0.1
-  port: {port}
-"""
-
-
-def start_gateway(ctx: Context, mode: str, *, label: str | None = None) -> Deployed:
+def deploy_gateway(ctx: Context, mode: str, *, label: str | None = None) -> Deployed:
     """`bias-gateway serve` in `mode` with a fresh store."""
     name = label or f"gateway-{mode}"
-    port = free_port()
     store = ctx.work_dir / f"{name}.db"
-    config = ctx.work_dir / f"{name}.yaml"
-    judge = (ctx.judge or ctx.fake).url
-    text = _GATEWAY_YAML.format(
-        fake=ctx.fake.url, judge=judge, mode=mode, store=store, port=port, queue_size=QUEUE_SIZE
+    config = gateway_config(ctx.fake.url, (ctx.judge or ctx.fake).url, store=store, mode=mode)
+    config["upstream"]["timeout"] = 60
+    config["judge"]["timeout"] = 30
+    config["policies"]["default"].update(sample_rate=1.0, stream_policy="buffer")
+    config["queue"] = {"size": QUEUE_SIZE, "full_wait": 60, "drain_deadline": 5}
+    server = start_gateway(
+        ctx.procs, name, config, log_dir=ctx.work_dir, log_level=ctx.gateway_log_level
     )
-    config.write_text(text)
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-    argv += ["--log-level", ctx.gateway_log_level]
-    server = ctx.procs.start(name, argv, port=port, ready_path="/readyz", log_dir=ctx.work_dir)
     return Deployed(f"gateway {mode}", server, store=store, mode=mode)
 
 
@@ -185,7 +157,7 @@ CONFIGS: tuple[Config, ...] = (
     Config("direct", _direct),
     Config("aiohttp floor", _floor),
     Config("litellm proxy", _litellm),
-    Config("gateway off", lambda ctx: start_gateway(ctx, "off")),
-    Config("gateway monitor", lambda ctx: start_gateway(ctx, "monitor")),
-    Config("gateway enforce", lambda ctx: start_gateway(ctx, "enforce")),
+    Config("gateway off", lambda ctx: deploy_gateway(ctx, "off")),
+    Config("gateway monitor", lambda ctx: deploy_gateway(ctx, "monitor")),
+    Config("gateway enforce", lambda ctx: deploy_gateway(ctx, "enforce")),
 )

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.harness.loadgen import run_wrk
 from bench.harness.procs import Processes
-from bench.peers.configs import Context, start_fake, start_gateway
+from bench.peers.configs import Context, deploy_gateway, start_fake
 from bench.peers.runner import CHUNKS, chat_body
 
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         fake = start_fake(procs, work_dir, chunks=CHUNKS)
         judge = start_fake(procs, work_dir, chunks=CHUNKS, name="judge")
         ctx = Context(procs, work_dir, fake, judge=judge)
-        gateway = start_gateway(ctx, args.mode)
+        gateway = deploy_gateway(ctx, args.mode)
         url = gateway.server.url + "/v1/chat/completions"
         body = chat_body(args.stream)
         run_wrk(url, body, connections=args.concurrency, duration=2, work_dir=work_dir)

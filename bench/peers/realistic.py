@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.fakes.paced import Pace, start_paced
+from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.openloop import Load, open_loop
-from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.procs import Processes, ServerProcess
 from bench.harness.report import fmt, percentile
 from bench.harness.store import get_json, store_rows
 
@@ -35,25 +36,6 @@ JUDGE_LATENCY = 1.0
 JITTER = 0.3
 SCORED_WITHIN = 10.0  # seconds after the response
 CALLS_PER_RESPONSE = {"faithful": 3, "single": 2}  # with the explanation
-
-_GATEWAY_YAML = """\
-upstream:
-  base_url: {upstream}/v1
-  api_key: sk-bench
-judge:
-  model: judge
-  base_url: {judge}/v1
-  api_key: sk-bench
-  pipeline: {pipeline}
-policies:
-  default:
-    mode: {mode}
-store:
-  path: {store}
-server:
-  host: 127.0.0.1
-  port: {port}
-"""
 
 
 @dataclass(frozen=True)
@@ -89,18 +71,10 @@ def _start_fake(
 def _start_gateway(
     procs: Processes, work: Path, name: str, *, upstream: str, judge: str, mode: str, pipeline: str
 ) -> tuple[ServerProcess, Path]:
-    port = free_port()
     store = work / f"{name}.db"
-    config = work / f"{name}.yaml"
-    config.write_text(
-        _GATEWAY_YAML.format(
-            upstream=upstream, judge=judge, pipeline=pipeline, mode=mode, store=store, port=port
-        )
-    )
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-    argv += ["--log-level", "warning"]
-    server = procs.start(name, argv, port=port, ready_path="/readyz", log_dir=work)
-    return server, store
+    config = gateway_config(upstream, judge, store=store, mode=mode)
+    config["judge"]["pipeline"] = pipeline
+    return start_gateway(procs, name, config, log_dir=work), store
 
 
 def _figures(load: Load, store: Path | None, direct: dict[str, Any] | None) -> dict[str, Any]:

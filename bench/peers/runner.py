@@ -17,7 +17,7 @@ from bench.fakes.server import REPEAT_MARK
 from bench.harness import client
 from bench.harness.loadgen import require_wrk, run_wrk
 from bench.harness.procs import Processes, machine_busy_seconds
-from bench.peers.configs import CONFIGS, Context, Deployed, Unavailable, start_fake, start_gateway
+from bench.peers.configs import CONFIGS, Context, Deployed, Unavailable, deploy_gateway, start_fake
 from bench.peers.store_stats import score_stats, wait_drained
 
 __all__ = ["CHUNKS", "Plan", "Workload", "chat_body", "run_all"]
@@ -222,7 +222,7 @@ def _paced(ctx: Context, plan: Plan) -> dict[str, Any]:
     """
     _log(f"paced probe: c=1 at {plan.paced_rate:g}/s, {PACED_ROUNDS} rounds")
     servers = {"direct": ctx.fake}
-    started = [start_gateway(ctx, mode, label=f"gateway-paced-{mode}") for mode in PACED_MODES]
+    started = [deploy_gateway(ctx, mode, label=f"gateway-paced-{mode}") for mode in PACED_MODES]
     servers.update({deployed.name: deployed.server for deployed in started})
     rounds: dict[str, dict[str, list[client.PacedStats]]] = {
         name: {"non-stream": [], "stream": []} for name in servers
@@ -306,7 +306,7 @@ def _memory_check(ctx: Context, plan: Plan) -> dict[str, Any]:
     """RSS of a fresh mode-off gateway after the first and the second request count."""
     first, second = plan.memory_counts
     _log(f"memory check: gateway off, RSS after {first} and {second} requests")
-    deployed = start_gateway(ctx, "off", label="gateway-memory")
+    deployed = deploy_gateway(ctx, "off", label="gateway-memory")
     url = deployed.server.url + "/v1/chat/completions"
     try:
         ok_first = client.run(

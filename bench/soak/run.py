@@ -36,9 +36,10 @@ from types import FrameType
 from typing import Any
 
 from bench.fakes.paced import Pace, start_paced
+from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
-from bench.harness.procs import Processes, ServerProcess, free_port, machine_busy_seconds
+from bench.harness.procs import Processes, ServerProcess, machine_busy_seconds
 from bench.soak.figures import summarize
 from bench.soak.plan import SoakPlan, parse_duration, phases, schedule
 from bench.soak.records import log_summary, settle
@@ -49,40 +50,6 @@ from bench.soak.traffic import KEYS, Traffic
 __all__ = ["SoakPlan", "main", "parse_duration", "phases", "run_soak", "schedule"]
 
 QUIET_CORES = 0.5  # the rest of the machine's CPU a run waits for before it starts
-
-_GATEWAY_YAML = """\
-upstream:
-  base_url: {upstream}/v1
-  api_key: sk-bench
-  timeout: 60
-anthropic:
-  base_url: {upstream}
-  api_key: sk-bench
-  timeout: 60
-judge:
-  model: judge
-  base_url: {judge}/v1
-  api_key: sk-bench
-policies:
-  default:
-    mode: monitor
-  enforce:
-    mode: enforce
-    stream_policy: buffer
-  live:
-    mode: enforce
-    stream_policy: passthrough
-keys:
-  - {{name: monitor, key: {monitor}, policy: default}}
-  - {{name: enforce, key: {enforce}, policy: enforce}}
-  - {{name: live, key: {live}, policy: live}}
-  - {{name: admin, key: {admin}, admin: true}}
-store:
-  path: {store}
-server:
-  host: 127.0.0.1
-  port: {port}
-"""
 
 
 def wait_quiet(limit: float, *, cores: float = QUIET_CORES, window: float = 10.0) -> float:
@@ -114,16 +81,20 @@ def _start(procs: Processes, plan: SoakPlan, work: Path) -> tuple[ServerProcess,
     )
     for name in ("upstream", "judge"):
         fakes.append(start_paced(procs, name, pace, log_dir=work))
-    port = free_port()
-    config = work / "gateway.yaml"
-    config.write_text(
-        _GATEWAY_YAML.format(
-            upstream=fakes[0].url, judge=fakes[1].url, store=work / "scores.db", port=port, **KEYS
-        )
+    config = gateway_config(fakes[0].url, fakes[1].url, store=work / "scores.db")
+    config["upstream"]["timeout"] = 60
+    config["anthropic"] = {"base_url": fakes[0].url, "api_key": "sk-bench", "timeout": 60}
+    config["policies"].update(
+        enforce={"mode": "enforce", "stream_policy": "buffer"},
+        live={"mode": "enforce", "stream_policy": "passthrough"},
     )
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-    argv += ["--log-level", "warning"]
-    gateway = procs.start("gateway", argv, port=port, ready_path="/readyz", log_dir=work)
+    config["keys"] = [
+        {"name": "monitor", "key": KEYS["monitor"], "policy": "default"},
+        {"name": "enforce", "key": KEYS["enforce"], "policy": "enforce"},
+        {"name": "live", "key": KEYS["live"], "policy": "live"},
+        {"name": "admin", "key": KEYS["admin"], "admin": True},
+    ]
+    gateway = start_gateway(procs, "gateway", config, log_dir=work)
     return gateway, fakes[0], fakes[1]
 
 

@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 import httpx
-import yaml
 
-from bench.harness.procs import Processes, free_port
+from bench.harness.gateways import gateway_config, start_gateway
+from bench.harness.procs import Processes
 from testkit.fake_openai import FakeOpenAI
 from testkit.servers import ServerThread
 
@@ -59,27 +59,14 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp, Processes() as procs:
         for mode, stream, stream_policy in CASES:
-            config = Path(tmp) / f"{mode}-{stream_policy}.yaml"
-            config.write_text(
-                yaml.safe_dump(
-                    {
-                        "upstream": {"base_url": fake.base_url, "api_key": "sk-x"},
-                        "judge": {"model": "judge"},
-                        "store": {"path": str(Path(tmp) / "scores.db")},
-                        "policies": {"default": {"mode": mode, "stream_policy": stream_policy}},
-                        "server": {"max_body_bytes": 1024 * 1024},
-                    }
-                )
+            config = gateway_config(
+                server.url, server.url, store=Path(tmp) / "scores.db", mode=mode
             )
-            port = free_port()
-            argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config)]
-            gateway = procs.start(
-                f"gateway-{mode}-{stream}-{stream_policy}",
-                [*argv, "--port", str(port)],
-                port=port,
-                ready_path="/readyz",
-                log_dir=Path(tmp),
-            )
+            config["policies"]["default"]["stream_policy"] = stream_policy
+            config["server"]["max_body_bytes"] = 1024 * 1024
+            name = f"gateway-{mode}-{stream}-{stream_policy}"
+            gateway = start_gateway(procs, name, config, log_dir=Path(tmp), log_level=None)
+            port = gateway.port
             pid = gateway.popen.pid
             before = status_kib(pid, "VmRSS")
             reset_peak(pid)

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import yaml
 
 from bench.fakes.long_text import (
     ANSWER_CHARS,
@@ -43,8 +42,9 @@ from bench.fakes.long_text import (
     long_answer,
 )
 from bench.fakes.paced import Pace, start_paced
+from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.paths import RESULTS
-from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.procs import Processes, ServerProcess
 from bench.harness.report import fmt, percentile
 from bench.harness.store import get_json, store_rows
 from bench.streams.window_tokens import token_table, tokens_markdown
@@ -111,22 +111,13 @@ def _fake(procs: Processes, work: Path, name: str) -> ServerProcess:
 def _gateway(
     procs: Processes, work: Path, name: str, upstream: str, judge: str, fields: dict[str, Any]
 ) -> tuple[ServerProcess, Path]:
-    port = free_port()
     store = work / f"{name}.db"
     fields = dict(fields)
-    route = {"prejudge": fields.pop("prejudge")} if "prejudge" in fields else {}
-    config = {
-        "upstream": {"base_url": f"{upstream}/v1", "api_key": "sk-bench", **route},
-        "judge": {"model": "judge", "base_url": f"{judge}/v1", "api_key": "sk-bench"},
-        "policies": {"default": {"mode": "enforce", **THRESHOLDS, **fields}},
-        "store": {"path": str(store)},
-        "server": {"host": "127.0.0.1", "port": port},
-    }
-    path = work / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(config))
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(path), "--port", str(port)]
-    argv += ["--log-level", "warning"]
-    return procs.start(name, argv, port=port, ready_path="/readyz", log_dir=work), store
+    config = gateway_config(upstream, judge, store=store, mode="enforce")
+    if "prejudge" in fields:
+        config["upstream"]["prejudge"] = fields.pop("prejudge")
+    config["policies"]["default"].update(THRESHOLDS, **fields)
+    return start_gateway(procs, name, config, log_dir=work), store
 
 
 def _content(data: bytes) -> str:

@@ -25,7 +25,6 @@ import asyncio
 import json
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -34,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from bench.harness.procs import Processes, free_port
+from bench.harness.gateways import gateway_config, start_gateway
+from bench.harness.procs import Processes
 from testkit.fake_openai import FakeOpenAI, Fault
 from testkit.rich_answers import RichAnswer, RichChoice
 from testkit.servers import ServerThread
@@ -148,7 +147,7 @@ def run(requests: int) -> tuple[list[Case], list[float]]:
                 gateway = None
                 url = fake.base_url
                 if case.via_gateway:
-                    gateway = _start_gateway(procs, Path(tmp), fake.base_url, case)
+                    gateway = _start_gateway(procs, Path(tmp), server.url, case)
                     url = f"{gateway.url}/v1"
                 with httpx.Client(timeout=60) as http:
                     for attempt in range(requests + 1):
@@ -192,25 +191,12 @@ def _one(http: httpx.Client, url: str, fake: PacedFake, case: Case, *, counted: 
 
 def _start_gateway(procs: Processes, work: Path, upstream: str, case: Case) -> Any:
     name = case.name.replace(", ", "-").replace(": ", "-").replace(" ", "-")
-    config = work / f"{name}.yaml"
-    upstream_settings: dict[str, Any] = {"base_url": upstream, "api_key": "sk-bench"}
+    config = gateway_config(upstream, upstream, store=work / f"{name}.db", mode="enforce")
     if case.prejudge:
-        upstream_settings["prejudge"] = "stream"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "upstream": upstream_settings,
-                "judge": {"model": "judge", "cache_size": 0},
-                "store": {"path": str(work / f"{name}.db")},
-                "policies": {"default": {"mode": "enforce", "stream_policy": "buffer"}},
-            }
-        )
-    )
-    port = free_port()
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config)]
-    return procs.start(
-        name, [*argv, "--port", str(port)], port=port, ready_path="/readyz", log_dir=work
-    )
+        config["upstream"]["prejudge"] = "stream"
+    config["judge"]["cache_size"] = 0
+    config["policies"]["default"]["stream_policy"] = "buffer"
+    return start_gateway(procs, name, config, log_dir=work, log_level=None)
 
 
 def markdown(cases: list[Case], judge_seconds: list[float]) -> str:

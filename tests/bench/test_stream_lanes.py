@@ -22,9 +22,7 @@ from testkit.waiting import eventually
 def test_every_cell_configures_a_gateway_that_loads(
     variant: stream_lanes.Variant, tmp_path: Path
 ) -> None:
-    settings = stream_lanes.gateway_config(
-        "http://up", "http://judge", tmp_path / "s.db", 8080, variant
-    )
+    settings = stream_lanes.settings_for("http://up", "http://judge", tmp_path / "s.db", variant)
     path = tmp_path / "gateway.yaml"
     path.write_text(json.dumps(settings))  # JSON is YAML
     loaded = load_settings(path)

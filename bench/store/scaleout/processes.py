@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +11,9 @@ from typing import Any
 
 from bench.fakes.paced import Pace, start_paced
 from bench.harness.cpu import Quiet
-from bench.harness.procs import Processes, ServerProcess, free_port
+from bench.harness.gateways import gateway_config
+from bench.harness.gateways import start_gateway as serve
+from bench.harness.procs import Processes, ServerProcess
 from bench.store.scaleout.plan import ENV, Plan
 from testkit.postgres import PgCluster
 
@@ -28,55 +28,31 @@ class Context:
     quiet: Quiet
 
 
-def _gateway_config(
-    ctx: Context,
-    name: str,
-    *,
-    mode: str,
-    port: int,
-    store_url: str | None,
-    judge: str | None = None,
-) -> Path:
-    """A config file (JSON is YAML) for a gateway or a scorer; the store is SQLite at
-    `<name>.db` unless `store_url` is set."""
-    store: dict[str, Any] = {"path": str(ctx.work_dir / f"{name}.db"), "retention_days": 0}
+def _settings(
+    ctx: Context, name: str, *, mode: str, store_url: str | None, judge: str | None = None
+) -> dict[str, Any]:
+    """A gateway's or a scorer's settings; the store is SQLite at `<name>.db` unless
+    `store_url` is set."""
+    config = gateway_config(ctx.upstream.url, judge or ctx.upstream.url, mode=mode)
+    config["upstream"]["timeout"] = 60
+    config["judge"].update(timeout=30, max_concurrency=ctx.plan.concurrency, cache_size=0)
+    config["policies"]["default"]["sample_rate"] = 1.0
+    config["store"] = {"path": str(ctx.work_dir / f"{name}.db"), "retention_days": 0}
     if store_url is not None:
-        store["url"] = store_url
-    config = {
-        "upstream": {"base_url": f"{ctx.upstream.url}/v1", "api_key": "sk-bench", "timeout": 60},
-        "judge": {
-            "model": "judge",
-            "base_url": f"{judge or ctx.upstream.url}/v1",
-            "api_key": "sk-bench",
-            "timeout": 30,
-            "max_concurrency": ctx.plan.concurrency,
-            "cache_size": 0,
-        },
-        "policies": {"default": {"mode": mode, "sample_rate": 1.0}},
-        "store": store,
-        "queue": {"scorer": "external", "drain_deadline": 5},
-        "server": {"host": "127.0.0.1", "port": port},
-    }
-    path = ctx.work_dir / f"{name}.yaml"
-    path.write_text(json.dumps(config, indent=2))
-    return path
+        config["store"]["url"] = store_url
+    config["queue"] = {"scorer": "external", "drain_deadline": 5}
+    return config
 
 
 def start_gateway(ctx: Context, name: str, *, mode: str, store_url: str | None) -> ServerProcess:
-    port = free_port()
-    config = _gateway_config(ctx, name, mode=mode, port=port, store_url=store_url)
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-    return ctx.procs.start(
-        name, argv, port=port, ready_path="/readyz", log_dir=ctx.work_dir, env=ENV
-    )
+    config = _settings(ctx, name, mode=mode, store_url=store_url)
+    return serve(ctx.procs, name, config, log_dir=ctx.work_dir, log_level=None, env=ENV)
 
 
 def start_scorer(ctx: Context, name: str, *, store_url: str, judge: str) -> ServerProcess:
-    port = free_port()
-    config = _gateway_config(ctx, name, mode="monitor", port=port, store_url=store_url, judge=judge)
-    argv = [sys.executable, "-m", "gateway", "scorer", "--config", str(config), "--port", str(port)]
-    return ctx.procs.start(
-        name, argv, port=port, ready_path="/readyz", log_dir=ctx.work_dir, env=ENV
+    config = _settings(ctx, name, mode="monitor", store_url=store_url, judge=judge)
+    return serve(
+        ctx.procs, name, config, log_dir=ctx.work_dir, log_level=None, env=ENV, command="scorer"
     )
 
 
