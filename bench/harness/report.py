@@ -12,10 +12,12 @@ percentile.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["fmt", "percentile", "table"]
+__all__ = ["fmt", "percentile", "table", "write_report"]
 
 
 def fmt(value: Any, digits: int | None = None) -> str:
@@ -50,3 +52,11 @@ def percentile(values: Iterable[float], share: float, digits: int | None = None)
     below, above = ordered[math.floor(at)], ordered[math.ceil(at)]
     value = below + (above - below) * (at - math.floor(at))
     return value if digits is None else round(value, digits)
+
+
+def write_report(text: str, out: Path) -> None:
+    """Write a report to `out` (its folder made when missing) and print it; stderr says where."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text if text.endswith("\n") else text + "\n")
+    print(text)
+    print(f"wrote {out}", file=sys.stderr)

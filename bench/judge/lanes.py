@@ -43,7 +43,7 @@ from bench.harness.openloop import Load, Sent, post
 from bench.harness.procs import Processes, ServerProcess
 from bench.harness.store import store_rows, wait_settled
 from bench.judge.lanes_report import markdown, targets
-from bench.peers.realistic import _figures, _start_fake
+from bench.peers.realistic import load_figures, start_realistic_fake
 
 __all__ = ["LanesPlan", "main", "run_lanes"]
 
@@ -251,7 +251,7 @@ def _cell(
 ) -> dict[str, Any]:
     slug = re.sub(r"\W+", "-", cell.name)
     cell, judge_rps = _scaled(cell, plan.scale), JUDGE_RPS * plan.scale
-    judge = _start_fake(procs, work, f"judge-{slug}", judge_rps=judge_rps)
+    judge = start_realistic_fake(procs, work, f"judge-{slug}", judge_rps=judge_rps)
     store = work / f"{slug}.db"
     config = _config(upstream.url, judge.url, store, cell.judge)
     gateway = start_gateway(procs, f"gateway-{slug}", config, log_dir=work)
@@ -265,7 +265,7 @@ def _cell(
             "key": key,
             "rate": rate,
             "scored": _scored_share(load, store),
-            **_figures(load, store, None),
+            **load_figures(load, store, None),
         }
         for (key, rate), load in zip(cell.streams, loads, strict=True)
     ]
@@ -280,12 +280,15 @@ def _cell(
 def run_lanes(plan: LanesPlan, work: Path, cells: tuple[Cell, ...] = CELLS) -> dict[str, Any]:
     results: dict[str, Any] = {"plan": plan.__dict__, "direct": {}, "cells": []}
     with Processes() as procs:
-        upstream = _start_fake(procs, work, "slow-upstream", judge_rps=None)
+        upstream = start_realistic_fake(procs, work, "slow-upstream", judge_rps=None)
         for name, rate in (("baseline", BASELINE_RATE), ("full", RATE)):
             _log(f"direct at {rate * plan.scale:g} req/s")
             streams = ((None, rate * plan.scale),)
             loads, _ = asyncio.run(_run_streams(upstream.url, streams, plan.duration))
-            results["direct"][name] = {"rate": rate * plan.scale, **_figures(loads[0], None, None)}
+            results["direct"][name] = {
+                "rate": rate * plan.scale,
+                **load_figures(loads[0], None, None),
+            }
         for cell in cells:
             results["cells"].append(_cell(procs, work, plan, upstream, cell))
         procs.stop_all()

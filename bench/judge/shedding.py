@@ -40,7 +40,7 @@ from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess
 from bench.harness.report import percentile
 from bench.harness.store import get_json
-from bench.peers.realistic import _start_fake
+from bench.peers.realistic import start_realistic_fake
 
 __all__ = ["Plan", "main", "markdown", "run", "slices"]
 
@@ -175,10 +175,12 @@ def run(plan: Plan, work: Path) -> dict[str, Any]:
         for cell in plan.cells:
             # A process each: a judge is not served by the upstream's event loop, whose
             # streaming would bunch the judge's count of its calls.
-            upstream = _start_fake(
+            upstream = start_realistic_fake(
                 procs, work, "slow-upstream", judge_rps=None, biased_every=plan.biased_every
             )
-            judge = _start_fake(procs, work, "slow-judge", judge_rps=plan.judge_rps)  # fresh
+            judge = start_realistic_fake(
+                procs, work, "slow-judge", judge_rps=plan.judge_rps
+            )  # fresh
             gateway, store = _start_gateway(procs, work, plan, upstream, judge, cell)
             _log(f"{cell} at {plan.rate:g} req/s for {plan.duration:g} s")
             load = asyncio.run(

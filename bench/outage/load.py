@@ -18,8 +18,8 @@ from typing import Any
 import aiohttp
 import asyncpg
 import orjson
-import psutil
 
+from bench.harness.cpu import tree_cpu
 from bench.harness.procs import machine_busy_seconds
 from gateway.domain import FINAL_STATUSES
 from testkit.postgres import PgCluster
@@ -307,16 +307,9 @@ def postgres_cpu(cluster: PgCluster) -> float:
     """CPU seconds of the running server and the backends it has reaped; 0 while it is
     down (a phase's marks are both taken with the server up, or both with it down)."""
     try:
-        root = psutil.Process(cluster.postmaster_pid())
-        times = root.cpu_times()
-        total = times.user + times.system + times.children_user + times.children_system
-        for child in root.children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                child_times = child.cpu_times()
-                total += child_times.user + child_times.system
-    except (OSError, ValueError, psutil.Error):
+        return tree_cpu(cluster.postmaster_pid())
+    except (OSError, ValueError):
         return 0.0
-    return float(total)
 
 
 def wait_quiet(longest: float) -> tuple[float, float]:

@@ -5,13 +5,11 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bench.harness.report import fmt, percentile, table
 from bench.outage.load import Request, Sample
-
-if TYPE_CHECKING:
-    from bench.outage.run import Run
+from bench.outage.plan import Run
 
 __all__ = ["PHASES", "figures", "render", "targets"]
 

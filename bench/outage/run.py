@@ -52,7 +52,6 @@ import time
 import urllib.request
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -75,6 +74,7 @@ from bench.outage.load import (
     postgres_cpu,
     wait_quiet,
 )
+from bench.outage.plan import Plan, Run
 from bench.outage.report import figures, render
 from testkit.postgres import PgCluster, start_cluster
 
@@ -82,25 +82,6 @@ __all__ = ["Plan", "main", "measure"]
 
 ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 GATEWAYS = 2
-
-
-@dataclass(frozen=True)
-class Plan:
-    rate: float = 100.0  # requests a second, open loop
-    before: float = 15.0  # seconds of load before the server stops
-    outage: float = 15.0  # seconds from the stop to the start
-    after: float = 15.0  # seconds of load after it is back
-    settle: float = 60.0  # the target: every run id final this long after the restart
-    settle_limit: float = 120.0  # polling goes on to here, to say when they were
-    ttft: float = 0.3  # the upstream's first byte
-    chunks: int = 10
-    chunk_interval: float = 0.02
-    judge_latency: float = 1.0
-    jitter: float = 0.3
-    max_concurrency: int = 512  # judge.max_concurrency of gateways and scorer (shipped)
-    sample_interval: float = 1.0  # /metrics and /readyz, and the database during the load
-    quiet_wait: float = 300.0  # seconds to wait, at most, for the rest of the machine to calm
-    durable: bool = True  # PostgreSQL's default durability, not the tests' fast settings
 
 
 def _log(message: str) -> None:
@@ -164,21 +145,6 @@ def _log_facts(server: ServerProcess) -> dict[str, Any]:
         "errors": sum(n for e, n in events.items() if e.startswith(("error", "critical"))),
         "events": dict(events.most_common(12)),
     }
-
-
-@dataclass
-class Run:
-    """Everything one measurement saw, for `outage_report.figures`."""
-
-    plan: Plan
-    marks: dict[str, float]  # Clock seconds: halt, halted, resume, resumed, stopped, settled
-    traffic: Traffic
-    sampler: Sampler
-    poller: Poller
-    duplicates: dict[str, int]
-    cpu: dict[str, dict[str, float]]  # phase -> process -> % of one core
-    judge: dict[str, Any]
-    logs: dict[str, dict[str, Any]]
 
 
 async def _drive(

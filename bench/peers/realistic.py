@@ -51,7 +51,7 @@ def _log(message: str) -> None:
     print(f"bench realistic: {message}", file=sys.stderr, flush=True)
 
 
-def _start_fake(
+def start_realistic_fake(
     procs: Processes, work: Path, name: str, *, judge_rps: float | None, biased_every: int = 0
 ) -> ServerProcess:
     """The slow fake: a judge limited to `judge_rps` calls a second (None: no limit), an
@@ -77,7 +77,7 @@ def _start_gateway(
     return start_gateway(procs, name, config, log_dir=work), store
 
 
-def _figures(load: Load, store: Path | None, direct: dict[str, Any] | None) -> dict[str, Any]:
+def load_figures(load: Load, store: Path | None, direct: dict[str, Any] | None) -> dict[str, Any]:
     latencies = [s.latency_ms for s in load.sent if s.latency_ms is not None and s.status]
     statuses: dict[str, int] = {}
     for sent in load.sent:
@@ -129,11 +129,11 @@ def _figures(load: Load, store: Path | None, direct: dict[str, Any] | None) -> d
 def run_realistic(plan: RealisticPlan, work: Path) -> dict[str, Any]:
     cells: list[dict[str, Any]] = []
     with Processes() as procs:
-        upstream = _start_fake(procs, work, "slow-upstream", judge_rps=None)
+        upstream = start_realistic_fake(procs, work, "slow-upstream", judge_rps=None)
         for rate in plan.rates:
             _log(f"direct at {rate:g} req/s")
             load = asyncio.run(open_loop(upstream.url, rate=rate, duration=plan.duration))
-            direct = _figures(load, None, None)
+            direct = load_figures(load, None, None)
             cells.append({"config": "direct", "rate": rate, **direct})
             for mode in plan.modes:
                 for pipeline in plan.pipelines:
@@ -156,7 +156,7 @@ def _gateway_cell(
 ) -> dict[str, Any]:
     name = f"{mode}-{pipeline}-{rate:g}"
     judge_rps = 1.5 * rate * CALLS_PER_RESPONSE[pipeline]
-    judge = _start_fake(procs, work, f"judge-{name}", judge_rps=judge_rps)
+    judge = start_realistic_fake(procs, work, f"judge-{name}", judge_rps=judge_rps)
     gateway, store = _start_gateway(
         procs, work, f"gateway-{name}", upstream=upstream.url, judge=judge.url, mode=mode,
         pipeline=pipeline,
@@ -174,7 +174,7 @@ def _gateway_cell(
         )
     )
     settled = load.settled_s
-    figures = _figures(load, store, direct)
+    figures = load_figures(load, store, direct)
     judged = get_json(f"{judge.url}/bench/stats")
     cell: dict[str, Any] = {
         "config": f"gateway {mode}",

@@ -38,7 +38,7 @@ def test_the_open_loop_keeps_its_pace_whatever_the_answers_do(slow_upstream: Any
     # Open loop: all 20 were sent within the half second, though each took >= 0.12 s.
     assert max(sent.started for sent in load.sent) - load.sent[0].started < 0.6
     assert elapsed < 1.5
-    figures = realistic._figures(load, None, None)
+    figures = realistic.load_figures(load, None, None)
     assert figures["statuses"] == {"200": 20}
     assert figures["p50_ms"] >= 120
 
@@ -89,7 +89,7 @@ def test_figures_from_a_store(tmp_path: Path) -> None:
         sent.ended_wall = now
         load.sent.append(sent)
     direct = {"p50_ms": 499.0, "p99_ms": 499.0}
-    figures = realistic._figures(load, store, direct)
+    figures = realistic.load_figures(load, store, direct)
     assert figures["scored_within_10s"] == 0.25
     assert figures["pending_left"] == 1
     assert figures["records"] == {"scored": 2, "skipped:overloaded": 1, "pending": 1}

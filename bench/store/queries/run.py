@@ -68,6 +68,7 @@ from types import FrameType
 
 from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS, ROOT
+from bench.harness.report import write_report
 from bench.store.queries.engines import EngineResult, bench_postgres, bench_sqlite
 from bench.store.queries.records import Records, log
 from bench.store.queries.report import render
@@ -185,10 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     report = render(date, source, settings, records, results, machine)
     out = args.out or RESULTS / f"store-queries-{date}.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report)
-    print(report)
-    print(f"wrote {out}", file=sys.stderr)
+    write_report(report, out)
     return 0
 
 

@@ -66,6 +66,7 @@ from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.postgres import durable_settings, pg_bin
 from bench.harness.procs import Processes
+from bench.harness.report import write_report
 from bench.peers.configs import start_fake
 from bench.store.scaleout.enqueue import EnqueueCell, run_enqueue
 from bench.store.scaleout.plan import ENV, Plan, note
@@ -187,10 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     report = render(date, source, machine, enqueue, scoring, plan)
     out = args.out or RESULTS / f"scaleout-{date}.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report)
-    print(report)
-    print(f"wrote {out}", file=sys.stderr)
+    write_report(report, out)
     return 0
 
 
