@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.harness.machine import machine_line, source_note
+from bench.harness.report import percentile
 from guard.integrity.normalise import judged_view
 from guard.integrity.tamper import detect
 
@@ -114,8 +114,8 @@ def _percentiles(work: Callable[[str], object], text: str, runs: int) -> tuple[f
         start = time.perf_counter()
         work(variant)
         times.append(time.perf_counter() - start)
-    cuts = statistics.quantiles(times, n=20)
-    return cuts[9] * 1e6, cuts[18] * 1e6
+    micros = [seconds * 1e6 for seconds in times]
+    return percentile(micros, 0.5) or 0.0, percentile(micros, 0.95) or 0.0
 
 
 def _both(text: str) -> None:

@@ -78,8 +78,8 @@ def render(
         f" (median {statistics.median(sizes):,.0f})",
         f"- each case: {settings.warmups} warm-ups, then {settings.runs} timed calls (fewer"
         f" once a case has used {settings.budget:g} s, at least 3) through the store class;"
-        " a stats call is two queries (`stats_sql`, then `p90_sql`); median and p95 (nearest"
-        f" rank) in ms; **slow** is a median over {SLOW_MS:g} ms",
+        " a stats call is two queries (`stats_sql`, then `p90_sql`); median and p95 (between"
+        f" ranks) in ms; **slow** is a median over {SLOW_MS:g} ms",
         "- plan: SQLite `EXPLAIN QUERY PLAN` (`walk <index>`: the whole index in order, which"
         " a LIMIT stops early; **FULL SCAN**: the table without an index); PostgreSQL `EXPLAIN`"
         " of the custom plan, and the generic plan when it differs (**SEQ SCAN**: a full scan)",

@@ -31,8 +31,8 @@ judge_calls and judge_tokens; `result` a real `BiasResult.to_json_dict()` as the
 gateway stores it (prompts left out, as without content capture), about 1-2 KB.
 
 Each case: 2 warm-ups, then 20 timed calls (fewer when one case has used
-`--budget` seconds, at least 3), median and p95 (nearest rank). A stats call
-is the store's: `stats_sql` then `p90_sql`, two queries. PostgreSQL's plans are
+`--budget` seconds, at least 3), median and p95 (interpolated between ranks). A stats
+call is the store's: `stats_sql` then `p90_sql`, two queries. PostgreSQL's plans are
 shown for the custom plan (the values known) and, when it differs, for the
 generic plan too: the store runs its queries as prepared statements (asyncpg's
 statement cache), and after 5 runs PostgreSQL may switch a statement to the

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bench.harness.report import percentile
 from bench.store.queries.cases import SLOW_MS, Case, Plan, case_sql
 from bench.store.queries.records import log
 from gateway.store.base import Store
@@ -30,8 +30,7 @@ class Timing:
 
     @property
     def p95(self) -> float:
-        ordered = sorted(self.times_ms)
-        return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+        return percentile(self.times_ms, 0.95) or 0.0
 
 
 @dataclass(frozen=True)
