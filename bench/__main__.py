@@ -1,9 +1,10 @@
 """`python -m bench <scenario> [options]`: run one scenario; with no scenario, list them.
 
-Each scenario is a module of `bench` with a `main(argv)` of its own; this passes it
-the arguments after the scenario's name, so `python -m bench calls --requests 50` is
-`python -m bench calls --requests 50`. A scenario's line in the list is the first
-line of its module's docstring, read from the file: listing imports none of them.
+Each scenario is a module of one of `bench`'s packages with a `main(argv)` of its own;
+this passes it the arguments after the scenario's name, so `python -m bench calls
+--requests 50` calls `bench.micro.calls.main(["--requests", "50"])`. A scenario's line
+in the list is the first line of its module's docstring, read from the file: listing
+imports none of them.
 """
 
 from __future__ import annotations
