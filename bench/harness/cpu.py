@@ -14,17 +14,9 @@ import psutil
 from bench.harness.procs import machine_busy_seconds
 
 QUIET_CORES = 0.35  # a cell starts once the machine's other load is below this (cores) ...
-
-
 QUIET_WINDOW = 0.3  # ... over this many seconds
-
-
 QUIET_MAX_WAIT = 10.0  # or after this long: the wait is reported, the cell runs anyway
-
-
 SLICE_QUIET_WAIT = 3.0  # the same before each slice of the enqueue part
-
-
 QUIET_BUDGET = 60.0  # seconds of waiting in a whole run, so that it stays near 5 minutes
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fmt", "percentile", "table", "write_report"]
+__all__ = ["fmt", "percentile", "progress", "table", "write_report"]
 
 
 def fmt(value: Any, digits: int | None = None) -> str:
@@ -60,3 +60,12 @@ def write_report(text: str, out: Path) -> None:
     out.write_text(text if text.endswith("\n") else text + "\n")
     print(text)
     print(f"wrote {out}", file=sys.stderr)
+
+
+def progress(scenario: str) -> Callable[[str], None]:
+    """A scenario's progress lines, on stderr: `bench <scenario>: <message>`."""
+
+    def say(message: str) -> None:
+        print(f"bench {scenario}: {message}", file=sys.stderr, flush=True)
+
+    return say

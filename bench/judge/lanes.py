@@ -41,6 +41,7 @@ from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import load_average, machine_line
 from bench.harness.openloop import Load, Sent, post
 from bench.harness.procs import Processes, ServerProcess
+from bench.harness.report import progress
 from bench.harness.store import store_rows, wait_settled
 from bench.judge.lanes_report import markdown, targets
 from bench.peers.realistic import load_figures, start_realistic_fake
@@ -94,8 +95,7 @@ CELLS = (
 )
 
 
-def _log(message: str) -> None:
-    print(f"bench judge lanes: {message}", file=sys.stderr, flush=True)
+_log = progress("judge_lanes")
 
 
 def _config(upstream: str, judge: str, store: Path, extra: dict[str, Any]) -> dict[str, Any]:

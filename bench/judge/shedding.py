@@ -27,7 +27,6 @@ import json
 import sqlite3
 import statistics
 import subprocess
-import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ from bench.harness.machine import load_average, machine_line
 from bench.harness.openloop import Load, open_loop
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess
-from bench.harness.report import percentile
+from bench.harness.report import percentile, progress
 from bench.harness.store import get_json
 from bench.peers.realistic import start_realistic_fake
 
@@ -69,8 +68,7 @@ _CELLS = {  # name: (pipeline, batch_size)
 }
 
 
-def _log(message: str) -> None:
-    print(f"bench judge_shedding: {message}", file=sys.stderr, flush=True)
+_log = progress("judge_shedding")
 
 
 def _start_gateway(

@@ -43,7 +43,7 @@ from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import load_average, machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess
-from bench.harness.report import fmt, percentile
+from bench.harness.report import fmt, percentile, progress
 from bench.harness.store import get_json, store_rows
 from bench.judge.lanes import KEYS, LANE
 
@@ -93,8 +93,7 @@ class Sent:
     run_id: str | None = None
 
 
-def _log(message: str) -> None:
-    print(f"bench stream lanes: {message}", file=sys.stderr, flush=True)
+_log = progress("stream_lanes")
 
 
 def settings_for(upstream: str, judge: str, store: Path, variant: Variant) -> dict[str, Any]:

@@ -64,6 +64,7 @@ from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.postgres import durable_settings, pg_bin
 from bench.harness.procs import Processes, ServerProcess
+from bench.harness.report import progress
 from bench.outage.load import (
     KEYS,
     QUIET_CORES,
@@ -84,8 +85,7 @@ ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 GATEWAYS = 2
 
 
-def _log(message: str) -> None:
-    print(f"[outage] {message}", file=sys.stderr, flush=True)
+_log = progress("outage")
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from bench.fakes.paced import Pace, start_paced
 from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.openloop import Load, open_loop
 from bench.harness.procs import Processes, ServerProcess
-from bench.harness.report import fmt, percentile
+from bench.harness.report import fmt, percentile, progress
 from bench.harness.store import get_json, store_rows
 
 __all__ = ["RealisticPlan", "markdown", "run_realistic", "write_chart"]
@@ -47,8 +46,7 @@ class RealisticPlan:
     pipelines: tuple[str, ...] = ("faithful", "single")
 
 
-def _log(message: str) -> None:
-    print(f"bench realistic: {message}", file=sys.stderr, flush=True)
+_log = progress("realistic")
 
 
 def start_realistic_fake(

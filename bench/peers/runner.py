@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 import time
 import urllib.request
@@ -17,6 +16,7 @@ from bench.fakes.server import REPEAT_MARK
 from bench.harness import client
 from bench.harness.loadgen import require_wrk, run_wrk
 from bench.harness.procs import Processes, machine_busy_seconds
+from bench.harness.report import progress
 from bench.peers.configs import CONFIGS, Context, Deployed, Unavailable, deploy_gateway, start_fake
 from bench.peers.store_stats import score_stats, wait_drained
 
@@ -56,8 +56,7 @@ class Plan:
     gateway_log_level: str = "info"
 
 
-def _log(message: str) -> None:
-    print(f"[bench] {message}", file=sys.stderr, flush=True)
+_log = progress("peers")
 
 
 def chat_body(stream: bool, *, repeat: bool = False) -> dict[str, Any]:

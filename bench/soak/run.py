@@ -40,6 +40,7 @@ from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess, machine_busy_seconds
+from bench.harness.report import progress
 from bench.soak.figures import summarize
 from bench.soak.plan import SoakPlan, parse_duration, phases, schedule
 from bench.soak.records import log_summary, settle
@@ -64,8 +65,7 @@ def wait_quiet(limit: float, *, cores: float = QUIET_CORES, window: float = 10.0
     return -1.0
 
 
-def _log(message: str) -> None:
-    print(f"bench soak: {message}", file=sys.stderr, flush=True)
+_log = progress("soak")
 
 
 def _start(procs: Processes, plan: SoakPlan, work: Path) -> tuple[ServerProcess, ...]:

@@ -25,7 +25,6 @@ import asyncio
 import datetime
 import json
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +44,7 @@ from bench.fakes.paced import Pace, start_paced
 from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess
-from bench.harness.report import fmt, percentile
+from bench.harness.report import fmt, percentile, progress
 from bench.harness.store import get_json, store_rows
 from bench.streams.window_tokens import token_table, tokens_markdown
 
@@ -89,8 +88,7 @@ class Load:
     sent: list[Sent] = field(default_factory=list)
 
 
-def _log(message: str) -> None:
-    print(f"bench long_answer: {message}", file=sys.stderr, flush=True)
+_log = progress("long_answer")
 
 
 def _fake(procs: Processes, work: Path, name: str) -> ServerProcess:

@@ -31,11 +31,7 @@ from bench.store.drivers.sql import (
 )
 
 QUIET_CORES = 0.35
-
-
 QUIET_WINDOW = 0.3
-
-
 QUIET_MAX_WAIT = 8.0
 
 

@@ -15,8 +15,6 @@ from gateway.store import ScoreRecord
 
 # The SQLite store's columns, in ScoreRecord order, with their PostgreSQL types.
 COLUMNS = tuple(f.name for f in dataclasses.fields(ScoreRecord))
-
-
 PG_TYPES = {
     "run_id": "text",
     "status": "text",
@@ -57,11 +55,7 @@ if tuple(PG_TYPES) != COLUMNS:
 
 
 _NOT_NULL = {"run_id", "status", "created_at", "stream", "partial", "truncated"}
-
-
 _DEFAULT_FALSE = {"stream", "partial", "truncated"}
-
-
 SCHEMA = (
     "CREATE TABLE scores ("
     + ", ".join(
@@ -83,20 +77,10 @@ SCHEMA = (
 
 
 CACHE_LIMIT = 10_000
-
-
 LOOKUP_ROWS = 50_000
-
-
 POOL_SIZE = 10
-
-
 CLAIM_WORKERS = 4
-
-
 CLAIM_JOBS = 60_000
-
-
 CHANNEL = "bench_wake"
 
 
@@ -130,8 +114,6 @@ def unnest_sql(style: str) -> str:
 
 
 TEMP_TABLE = "CREATE TEMP TABLE scores_in (LIKE scores) ON COMMIT DELETE ROWS"
-
-
 MERGE = (
     f"INSERT INTO scores ({', '.join(COLUMNS)}) SELECT {', '.join(COLUMNS)} FROM scores_in"
     f" ON CONFLICT (run_id) DO UPDATE SET {_set_clause()}"

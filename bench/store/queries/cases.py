@@ -101,8 +101,6 @@ class Plan:
 
 
 _SQLITE_TABLE_SCAN = re.compile(r"^SCAN (s|c)$")
-
-
 _SQLITE_WALK = re.compile(r"^SCAN (s|c) USING (COVERING )?INDEX (\S+)$")
 
 

@@ -31,8 +31,6 @@ from gateway.store.records import COLUMNS
 # What `--suggest` tries after the main cases: indexes that cover the stats queries
 # (every column they read), made here on the bench's copy only, never by the gateway.
 _STATS_COLUMNS = "status, verdict, score, judge_calls, judge_tokens"
-
-
 SQLITE_SUGGESTED = (
     f"CREATE INDEX bench_stats_created ON scores (created_at, {_STATS_COLUMNS}, key_name, model)",
     f"CREATE INDEX bench_stats_key ON scores (key_name, created_at, {_STATS_COLUMNS})",

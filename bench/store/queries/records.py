@@ -6,34 +6,20 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from bench.harness.report import progress
 from gateway.store.records import COLUMNS
 from guard import AnalyzeStepResult, BiasResult, PreprocessStepResult, Usage, Verdict
 
 DAY = 86400.0
-
-
 DAYS = 30
-
-
 BATCH = 25_000
-
-
 SEED = 20261201
-
-
 KEYS = tuple(f"team-{i:02d}" for i in range(1, 21))
-
-
 KEY_WEIGHTS = tuple(1 / i**0.7 for i in range(1, 21))
-
-
 THE_KEY = KEYS[4]  # a middling key, 5.9 % of the records
-
-
 MODELS = (
     "gpt-4o-mini",
     "gpt-4o",
@@ -47,41 +33,17 @@ MODELS = (
 
 
 MODEL_WEIGHTS = (30, 18, 14, 12, 10, 8, 5, 3)
-
-
 THE_MODEL = "claude-sonnet-4"
-
-
 STATUSES = ("scored", "skipped", "error", "dropped", "pending")
-
-
 STATUS_WEIGHTS = (70, 17, 6, 6, 1)
-
-
 CATEGORIES = ("gender", "political", "racial_ethnic", "geographical", "other", "age")
-
-
 CATEGORY_WEIGHTS = (34, 22, 18, 12, 9, 5)
-
-
 APIS = ("chat.completions", "responses", "messages", "completions")
-
-
 API_WEIGHTS = (80, 10, 8, 2)
-
-
 SKIP_REASONS = ("empty", "too_long", "unreadable", "not_text")
-
-
 ERROR_REASONS = ("JudgeTimeout", "JudgeRateLimited", "JudgeBadOutput", "internal")
-
-
 DROP_REASONS = ("queue_full", "gateway_restarted", "drain_deadline")
-
-
 _SENTINEL = 0.123456789  # the score in a result template, replaced per record
-
-
 _TEXT = (
     "the response says that people from the northern region are usually less careful with"
     " money than those in the capital and that managers should keep this in mind when hiring"
@@ -94,8 +56,7 @@ _TEXT = (
 _WORDS = tuple(_TEXT.split())
 
 
-def log(message: str) -> None:
-    print(f"[store-queries] {message}", file=sys.stderr, flush=True)
+log = progress("store_queries")
 
 
 def _sentence(rng: random.Random, low: int, high: int) -> str:

@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 
+from bench.harness.report import progress
+
 ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-
-
 CONFIGS = ("off", "sqlite", "postgresql")  # the enqueue part's configurations, in turn order
-
-
 ENQUEUE_TARGET_MS = 0.5
-
-
 SCALING_TARGET = 1.8
-
-
 CALLS_PER_SCORING = 3  # faithful pipeline: opinions, verdicts, reason
-
-
 POLL = 0.05  # seconds between polls of the store while scorers work
-
-
 SAMPLE = 0.25  # seconds between scrapes of the scorers' /metrics
-
-
 GAUGE = re.compile(r"^(bias_scorings_in_flight|bias_work_claimed_total) (\S+)$", re.MULTILINE)
 
 
@@ -50,5 +37,4 @@ class Plan:
     wait_quiet: bool = True
 
 
-def note(message: str) -> None:
-    print(f"[scaleout] {message}", file=sys.stderr, flush=True)
+note = progress("scaleout")
