@@ -19,11 +19,18 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 import psutil
 
-__all__ = ["Processes", "ServerProcess", "StartError", "free_port", "machine_busy_seconds"]
+__all__ = [
+    "Processes",
+    "ServerProcess",
+    "StartError",
+    "free_port",
+    "machine_busy_seconds",
+    "stop_on_signals",
+]
 
 
 class StartError(RuntimeError):
@@ -193,3 +200,18 @@ class Processes:
     def stop_all(self) -> None:
         for server in reversed(list(self._started)):
             self.stop(server)
+
+
+def stop_on_signals() -> None:
+    """Ctrl-C and SIGTERM stop a run with every `finally` run, so that each process it
+    started is stopped; also when it was started with SIGINT ignored (`&`)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _as_sigint)
+
+
+def _as_sigint(signum: int, frame: FrameType | None) -> None:
+    """Raised here, inside an event loop's callback, KeyboardInterrupt would be taken for
+    the callback's own error, so SIGTERM sends SIGINT, whose handler is then
+    asyncio.Runner's (it cancels the main task, then raises KeyboardInterrupt) or,
+    outside a loop, Python's own."""
+    signal.raise_signal(signal.SIGINT)

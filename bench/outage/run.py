@@ -45,7 +45,6 @@ import datetime
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -53,7 +52,6 @@ import urllib.request
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from bench.fakes.paced import Pace, start_paced
@@ -63,7 +61,7 @@ from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.postgres import durable_settings, pg_bin
-from bench.harness.procs import Processes, ServerProcess
+from bench.harness.procs import Processes, ServerProcess, stop_on_signals
 from bench.harness.report import progress
 from bench.outage.load import (
     KEYS,
@@ -86,11 +84,6 @@ GATEWAYS = 2
 
 
 _log = progress("outage")
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM does what Ctrl-C does (see bench.store.scaleout.run's own)."""
-    signal.raise_signal(signal.SIGINT)
 
 
 def _fake(procs: Processes, work: Path, name: str, plan: Plan) -> ServerProcess:
@@ -295,8 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, help="the markdown file (bench/results/outage-...)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_signals()
     os.environ.update(ENV)
     plan = Plan(
         rate=args.rate,

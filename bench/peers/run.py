@@ -10,26 +10,20 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from types import FrameType
 
 from bench.harness.loadgen import WrkMissing
 from bench.harness.machine import machine_line
 from bench.harness.paths import RESULTS
+from bench.harness.procs import stop_on_signals
 from bench.peers import realistic
 from bench.peers.report import markdown, write_all
 from bench.peers.runner import CHUNKS, Plan, run_all
 from bench.peers.targets import evaluate, realistic_targets
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM unwinds like Ctrl-C, so every `finally` stops what it started.
-    raise KeyboardInterrupt
 
 
 def _versions() -> dict[str, str]:
@@ -100,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the gateways' --log-level (info, the default, writes an access line per request)",
     )
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_signals()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     plan = Plan(
         duration=args.duration,

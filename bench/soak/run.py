@@ -25,21 +25,19 @@ import contextlib
 import datetime
 import json
 import os
-import signal
 import sys
 import tempfile
 import time
 import urllib.request
 from dataclasses import asdict
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from bench.fakes.paced import Pace, start_paced
 from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
-from bench.harness.procs import Processes, ServerProcess, machine_busy_seconds
+from bench.harness.procs import Processes, ServerProcess, machine_busy_seconds, stop_on_signals
 from bench.harness.report import progress
 from bench.soak.figures import summarize
 from bench.soak.plan import SoakPlan, parse_duration, phases, schedule
@@ -178,11 +176,6 @@ def run_soak(plan: SoakPlan, work: Path) -> dict[str, Any]:
     }
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM unwinds like Ctrl-C, so every `finally` stops what it started.
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench soak", description=__doc__)
     parser.add_argument("--duration", type=parse_duration, default=1800.0, help="30m, 90s (30m)")
@@ -204,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.gap <= 0 or args.burst <= 0 or args.duration < args.burst + args.gap:
         parser.error("--duration must hold at least one --burst and one --gap, both > 0")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_signals()
     plan = SoakPlan(
         duration=args.duration, rate=args.rate, sample_every=args.sample_every,
         burst=args.burst, gap=args.gap, warmup=args.warmup, judge_latency=args.judge_latency,

@@ -58,16 +58,15 @@ import asyncio
 import contextlib
 import datetime
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import FrameType
 
 from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS, ROOT
+from bench.harness.procs import stop_on_signals
 from bench.harness.report import write_report
 from bench.store.queries.engines import EngineResult, bench_postgres, bench_sqlite
 from bench.store.queries.records import Records, log
@@ -75,11 +74,6 @@ from bench.store.queries.report import render
 from bench.store.queries.timing import Settings
 
 __all__ = ["main"]
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM does what Ctrl-C does (bench/store/scaleout/run.py says why through SIGINT)."""
-    signal.raise_signal(signal.SIGINT)
 
 
 # -- the records ------------------------------------------------------------------------
@@ -165,8 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, help="the markdown file (bench/results/...)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_signals()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     settings = Settings(
         records=args.records,

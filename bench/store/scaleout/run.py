@@ -53,19 +53,17 @@ import argparse
 import contextlib
 import datetime
 import os
-import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import FrameType
 
 from bench.harness.cpu import QUIET_CORES, QUIET_MAX_WAIT, Quiet
 from bench.harness.loadgen import WrkMissing, require_wrk
 from bench.harness.machine import machine_line, source_note
 from bench.harness.paths import RESULTS
 from bench.harness.postgres import durable_settings, pg_bin
-from bench.harness.procs import Processes
+from bench.harness.procs import Processes, stop_on_signals
 from bench.harness.report import write_report
 from bench.peers.configs import start_fake
 from bench.store.scaleout.enqueue import EnqueueCell, run_enqueue
@@ -76,14 +74,6 @@ from bench.store.scaleout.scoring import ScoringCell, run_scoring
 from testkit.postgres import start_cluster
 
 __all__ = ["Plan", "main"]
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM does what Ctrl-C does: every `finally` runs. Raised here, inside an event
-    loop's callback, KeyboardInterrupt would be taken for the callback's own error, so
-    this sends SIGINT, whose handler is then asyncio.Runner's (it cancels the main task,
-    then raises KeyboardInterrupt) or, outside a loop, Python's own."""
-    signal.raise_signal(signal.SIGINT)
 
 
 # -- CPU accounting -------------------------------------------------------------------
@@ -158,9 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, help="the markdown file (bench/results/scaleout-...)")
     args = parser.parse_args(argv)
-    # Ctrl-C and SIGTERM stop the run, also when it was started with SIGINT ignored (`&`).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_signals()
     os.environ.update(ENV)
     plan = Plan(
         rounds=args.rounds,
