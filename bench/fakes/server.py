@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -23,9 +25,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from bench.harness.procs import Processes, ServerProcess, free_port
 from testkit.fake_openai import FakeOpenAI
 
-__all__ = ["REPEAT_MARK", "BenchFake", "main"]
+__all__ = ["REPEAT_MARK", "BenchFake", "main", "start_fake"]
 
 REPEAT_MARK = "[bench:repeat]"
 _WORD = 8  # characters per word, so that a reply splits into equal chunks
@@ -54,6 +57,23 @@ class BenchFake(FakeOpenAI):
             return super()._answer(step, body)
         serial = 0 if REPEAT_MARK in str(body.get("messages")) else next(self._serials)
         return f"{serial:0{_WORD - 1}d} {self._tail}"
+
+
+def start_fake(
+    procs: Processes, work_dir: Path, *, chunks: int, name: str = "fake"
+) -> ServerProcess:
+    """The fake as a process of its own, on a free port, ready once it answers."""
+    port = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "bench.fakes.server",
+        "--port",
+        str(port),
+        "--chunks",
+        str(chunks),
+    ]
+    return procs.start(name, argv, port=port, ready_path="/v1/models", log_dir=work_dir)
 
 
 def main() -> None:

@@ -30,8 +30,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import httpx
 import structlog
 
+from bench.fakes.server import start_fake
 from bench.harness.procs import Processes
-from bench.peers.configs import start_fake
 from gateway.config import Settings, StoreSettings
 from gateway.server.app import create_app
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.procs import Processes, ServerProcess, StartError, free_port
 
-__all__ = ["CONFIGS", "Context", "Deployed", "Unavailable", "start_fake"]
+__all__ = ["CONFIGS", "Context", "Deployed", "Unavailable", "deploy_gateway"]
 
 
 # Monitor mode's queue: with `full_wait`, requests wait for room rather than go
@@ -44,22 +44,6 @@ class Deployed:
     api_key: str = "bench"
     store: Path | None = None
     mode: str | None = None  # the gateway's bias mode
-
-
-def start_fake(
-    procs: Processes, work_dir: Path, *, chunks: int, name: str = "fake"
-) -> ServerProcess:
-    port = free_port()
-    argv = [
-        sys.executable,
-        "-m",
-        "bench.fakes.server",
-        "--port",
-        str(port),
-        "--chunks",
-        str(chunks),
-    ]
-    return procs.start(name, argv, port=port, ready_path="/v1/models", log_dir=work_dir)
 
 
 def _direct(ctx: Context) -> Deployed:

@@ -18,9 +18,10 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+from bench.fakes.server import start_fake
 from bench.harness.loadgen import run_wrk
 from bench.harness.procs import Processes
-from bench.peers.configs import Context, deploy_gateway, start_fake
+from bench.peers.configs import Context, deploy_gateway
 from bench.peers.runner import CHUNKS, chat_body
 
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import aiohttp
 
-from bench.fakes.server import REPEAT_MARK
+from bench.fakes.server import REPEAT_MARK, start_fake
 from bench.harness import client
 from bench.harness.loadgen import require_wrk, run_wrk
 from bench.harness.procs import Processes, machine_busy_seconds
 from bench.harness.report import progress
-from bench.peers.configs import CONFIGS, Context, Deployed, Unavailable, deploy_gateway, start_fake
+from bench.peers.configs import CONFIGS, Context, Deployed, Unavailable, deploy_gateway
 from bench.peers.store_stats import score_stats, wait_drained
 
 __all__ = ["CHUNKS", "Plan", "Workload", "chat_body", "run_all"]

@@ -58,6 +58,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.fakes.server import start_fake
 from bench.harness.cpu import QUIET_CORES, QUIET_MAX_WAIT, Quiet
 from bench.harness.loadgen import WrkMissing, require_wrk
 from bench.harness.machine import machine_line, source_note
@@ -65,7 +66,6 @@ from bench.harness.paths import RESULTS
 from bench.harness.postgres import durable_settings, pg_bin
 from bench.harness.procs import Processes, stop_on_signals
 from bench.harness.report import write_report
-from bench.peers.configs import start_fake
 from bench.store.scaleout.enqueue import EnqueueCell, run_enqueue
 from bench.store.scaleout.plan import ENV, Plan, note
 from bench.store.scaleout.processes import Context
