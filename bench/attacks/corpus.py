@@ -1,4 +1,4 @@
-"""The attack corpus, as the bench reads it: `tests.support.attacks`'s entries, or a
+"""The attack corpus, as the bench reads it: `testkit.attacks`'s entries, or a
 JSON-lines file of the same shape (`--corpus`)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support.attack_runs import ToolCall
+from testkit.attack_runs import ToolCall
 
 __all__ = ["Entry", "entry_of", "from_file", "from_tests", "limited"]
 
@@ -95,10 +95,10 @@ def from_file(path: Path) -> list[Entry]:
 
 
 def from_tests() -> list[Entry]:
-    """The corpus of `tests.support.attacks` (the attacks, then the benign texts),
+    """The corpus of `testkit.attacks` (the attacks, then the benign texts),
     through its `corpus()`."""
     # It lands with issue 30's other branches (h3-tamper); until then this import fails.
-    samples = importlib.import_module("tests.support.attacks").corpus()
+    samples = importlib.import_module("testkit.attacks").corpus()
     return [entry_of(sample) for sample in samples]
 
 

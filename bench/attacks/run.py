@@ -2,8 +2,8 @@
 corpus sent through it on every surface asked for.
 
 Processes: the judges (the demo judge, `gateway.demo.server`, and the gullible
-judge, `tests.support.gullible_judge`) and each cell's gateway run as processes of
-their own (`bench.procs`); the fake upstream (`tests.support.attack_runs.AnswerBook`)
+judge, `testkit.gullible_judge`) and each cell's gateway run as processes of
+their own (`bench.harness.procs`); the fake upstream (`testkit.attack_runs.AnswerBook`)
 runs in a thread of the bench, since the bench files every entry's answer in it.
 
 Controls: an attack with a `plain` text (`Entry.control`) also sends that text
@@ -27,9 +27,10 @@ from typing import Any
 import yaml
 
 from bench.attacks.corpus import Entry
-from bench.procs import Processes, ServerProcess, free_port
-from tests.support.attack_runs import AnswerBook, Clients, Delivery, ToolCall, send
-from tests.support.servers import ServerThread
+from bench.harness.gateways import gateway_config, start_gateway
+from bench.harness.procs import Processes, free_port
+from testkit.attack_runs import AnswerBook, Clients, Delivery, ToolCall, send
+from testkit.servers import ServerThread
 
 __all__ = [
     "CONFIGS",
@@ -157,19 +158,20 @@ class Cell:
     controls: list[Row] = field(default_factory=list)  # each attack's plain text, once
 
 
-def _config_yaml(
+def _settings(
     work: Path, name: str, upstream: str, judge: tuple[str, str], policy: dict[str, Any]
-) -> Path:
-    path = work / f"{name}.yaml"
-    settings = {
-        "upstream": {"base_url": f"{upstream}/v1", "api_key": "sk-bench", "timeout": 60},
-        "anthropic": {"base_url": upstream, "api_key": "sk-ant-bench", "timeout": 60},
-        "judge": {"base_url": judge[0], "model": judge[1], "api_key": "sk-judge", "timeout": 30},
-        "store": {"path": str(work / f"{name}.db")},
-        "policies": {"default": {**ENFORCE, **policy}},
+) -> dict[str, Any]:
+    config = gateway_config(upstream, upstream, store=work / f"{name}.db")
+    config["upstream"]["timeout"] = 60
+    config["anthropic"] = {"base_url": upstream, "api_key": "sk-ant-bench", "timeout": 60}
+    config["judge"] = {
+        "base_url": judge[0],
+        "model": judge[1],
+        "api_key": "sk-judge",
+        "timeout": 30,
     }
-    path.write_text(yaml.safe_dump(settings, allow_unicode=True))
-    return path
+    config["policies"]["default"] = {**ENFORCE, **policy}
+    return config
 
 
 def accepted(work: Path, wanted: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -178,9 +180,11 @@ def accepted(work: Path, wanted: dict[str, Any]) -> tuple[dict[str, Any], dict[s
     taken: dict[str, Any] = {}
     refused: dict[str, str] = {}
     for key, value in wanted.items():
-        config = _config_yaml(
+        settings = _settings(
             work, f"check-{key}", "http://127.0.0.1:9", ("http://x", "m"), {key: value}
         )
+        config = work / f"check-{key}.yaml"
+        config.write_text(yaml.safe_dump(settings, allow_unicode=True))
         done = subprocess.run(
             [sys.executable, "-m", "gateway", "check-config", str(config)],
             capture_output=True, text=True, timeout=120, check=False,
@@ -203,17 +207,10 @@ def _start_judge(procs: Processes, work: Path, which: str) -> tuple[str, str]:
         server = procs.start("judge-demo", [sys.executable, *argv], port=port,
                              ready_path="/model/v1/models", log_dir=work)  # fmt: skip
         return f"{server.url}/judge/v1", "demo-judge"
-    argv = ["-m", "tests.support.gullible_judge", "--port", str(port)]
+    argv = ["-m", "testkit.gullible_judge", "--port", str(port)]
     server = procs.start("judge-gullible", [sys.executable, *argv], port=port,
                          ready_path="/v1/models", log_dir=work)  # fmt: skip
     return f"{server.url}/v1", "gullible-judge"
-
-
-def _start_gateway(procs: Processes, work: Path, name: str, config: Path) -> ServerProcess:
-    port = free_port()
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config)]
-    argv += ["--port", str(port), "--log-level", "warning"]
-    return procs.start(name, argv, port=port, ready_path="/readyz", log_dir=work)
 
 
 def _send(clients: Clients, row: Row) -> Row:
@@ -291,8 +288,8 @@ def run(
                 judge = _start_judge(procs, work, which)
                 for config, (taken, refused) in configs.items():
                     name = f"gateway-{which}-{config}"
-                    path = _config_yaml(work, name, upstream.url, judge, taken)
-                    gateway = _start_gateway(procs, work, name, path)
+                    settings = _settings(work, name, upstream.url, judge, taken)
+                    gateway = start_gateway(procs, name, settings, log_dir=work)
                     clients = Clients(gateway.url)
                     rows, checks = _rows(entries, surfaces)
                     cell = Cell(which, config, taken, refused, rows, checks)

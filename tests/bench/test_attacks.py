@@ -14,7 +14,7 @@ import pytest
 from bench.attacks.corpus import Entry, entry_of, from_file, limited
 from bench.attacks.report import cell_markdown, groups_of, markdown, summary_markdown, tallies
 from bench.attacks.run import Cell, Row, Split, Surface, parse_surfaces
-from tests.support.attack_runs import Delivery, ToolCall
+from testkit.attack_runs import Delivery, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -135,7 +135,7 @@ def test_limited_keeps_the_first_entries_of_each_family() -> None:
 
 @dataclass(frozen=True, slots=True)
 class _Sample:
-    """The shape of `tests.support.attacks`'s samples."""
+    """The shape of `testkit.attacks`'s samples."""
 
     id: str
     family: str

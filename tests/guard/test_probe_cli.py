@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from guard.cli import main
-from tests.support.fake_openai import FakeOpenAI
-from tests.support.planted_model import BIASED_WORD, OPINION_WORD, PlantedModel
-from tests.support.servers import ServerThread
-from tests.support.waiting import wait_for
+from testkit.fake_openai import FakeOpenAI
+from testkit.planted_model import BIASED_WORD, OPINION_WORD, PlantedModel
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

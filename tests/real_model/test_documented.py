@@ -21,9 +21,9 @@ import httpx
 import openai
 import pytest
 
+from testkit.servers import free_port
+from testkit.waiting import answering, wait_for
 from tests.support.real_model import MODEL, SLOW
-from tests.support.servers import free_port
-from tests.support.waiting import answering, wait_for
 
 pytestmark = pytest.mark.real_model  # left out of the gate: scripts/test --real-model
 

@@ -23,13 +23,13 @@ from fastapi import HTTPException
 
 from gateway.integrations.litellm import BiasGuardrail
 from gateway.server.app import create_app
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from testkit.rich_answers import RichAnswer, RichChoice
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.gateways import settings_for
 from tests.support.litellm_proxy import STARTUP_SECONDS, LiteLLMProxy, start_litellm
-from tests.support.rich_answers import RichAnswer, RichChoice
-from tests.support.servers import ServerThread
 from tests.support.texts import BIASED, NEUTRAL
-from tests.support.waiting import wait_for
 
 # The proxy's start, which the first test waits for, takes a minute on a busy machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(STARTUP_SECONDS + 60)]

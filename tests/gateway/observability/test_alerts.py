@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway
 from tests.support.promql import Served, metric_names, scrape_after_traffic
 

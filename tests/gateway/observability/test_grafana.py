@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from gateway.observability.metrics import Metrics
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway
 from tests.support.promql import Served, metric_names, scrape_after_traffic
 

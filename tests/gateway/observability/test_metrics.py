@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from gateway.observability.metrics import Metrics, ModelLabels
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
 from tests.support.subprocess_gateway import start_gateway
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 REQUEST = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}

@@ -20,11 +20,11 @@ from starlette.routing import Route
 
 from gateway.config import TelemetrySettings
 from gateway.observability.traces import Telemetry
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
-from tests.support.servers import ServerThread
 from tests.support.telemetry import Captured
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[Any] = [{"role": "user", "content": "A secret-ish prompt about engineers."}]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from tests.support.gateways import policy
 from tests.support.mastra import MASTRA_FIELDS
 from tests.support.texts import BIASED, NEUTRAL

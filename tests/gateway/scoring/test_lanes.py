@@ -19,11 +19,11 @@ from gateway.scoring.lanes import enforcing, explaining, monitoring
 from gateway.scoring.request import ScoreRequest
 from gateway.server.app import create_app
 from guard.limits import JudgeLimiter, Lane, caller
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, settings_for
 from tests.support.lane_judge import LaneJudge
-from tests.support.servers import ServerThread
-from tests.support.waiting import wait_for
 
 KEYS = {
     "keys": [

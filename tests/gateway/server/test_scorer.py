@@ -19,12 +19,12 @@ from openai.types.chat import ChatCompletionMessageParam
 from gateway.config import Settings
 from gateway.server.scorer import create_scorer_app
 from gateway.store import ScoreRecord, open_store
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.rich_answers import RichAnswer, RichChoice
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy, settings_for
-from tests.support.rich_answers import RichAnswer, RichChoice
-from tests.support.servers import ServerThread
 from tests.support.telemetry import Captured
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[ChatCompletionMessageParam] = [

@@ -32,11 +32,11 @@ from gateway.store import (
 )
 from gateway.store.migrations import latest_version
 from gateway.store.retention import DAY, Retention
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.servers import ServerThread
+from testkit.waiting import eventually_async, wait_for
 from tests.support.gateways import settings_for
 from tests.support.resources import ENGINES
-from tests.support.servers import ServerThread
-from tests.support.waiting import eventually_async, wait_for
 
 OpenStore = Callable[..., Awaitable[Store]]
 

@@ -1,4 +1,4 @@
-"""The tamper detector over the attack corpus (tests/support/attacks), and exact cases.
+"""The tamper detector over the attack corpus (testkit/attacks), and exact cases.
 
 The issue's targets, computed over the corpus: at least 90 % of injected texts carry
 a mark, every hidden-text attack does, and at most 1 benign text in 30 is marked.
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guard.integrity.tamper import KINDS, Tamper, detect, excerpt
-from tests.support.attacks import Sample, attacks, benign
+from testkit.attacks import Sample, attacks, benign
 
 ATTACKS = attacks()
 BENIGN = benign()

@@ -20,8 +20,8 @@ from guard.limits import (
 )
 from guard.testing import FakeClock
 from guard.wire import rate_limit_delay, rate_limit_refill
-from tests.support.fake_openai import FakeOpenAI, Fault
-from tests.support.waiting import eventually
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.waiting import eventually
 
 MESSAGES = [{"role": "user", "content": "Is this biased?"}]
 
