@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -298,9 +300,17 @@ def test_otlp_http_export_reaches_a_real_receiver(
         telemetry = Telemetry.from_settings(
             TelemetrySettings(exporter="otlp", service_name="bias-gateway-test")
         )
+        # The server span ends after the client has its answer: watch the spans end, and
+        # shut down (which flushes both batch processors) only once it has.
+        ended = InMemorySpanExporter()
+        telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(ended))
         gateway = make_gateway(otel=telemetry, **policy(mode="enforce", block_action="replace"))
         gateway.client().chat.completions.create(model="m", messages=MESSAGES)
-        telemetry.shutdown()  # flushes both batch processors
+        wait_for(
+            lambda: any(s.name == "POST /v1/chat/completions" for s in ended.get_finished_spans()),
+            message="the server span to end",
+        )
+        telemetry.shutdown()
     finally:
         server.stop()
 
