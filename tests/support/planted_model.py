@@ -11,9 +11,10 @@ refusing sentence. A biased answer holds `BIASED_WORD`, an answer's opinion
 biased opinion of two in it, none in a neutral answer; both are as long.
 
 `calls` counts the calls per (prompt, seed); `delay` makes every call take
-that long; `bodies` keeps every request body. Besides Chat Completions it serves
-the Completions, Responses and Messages APIs with the same draws, each refusing in
-its own API's ways (a `refusal` part, `stop_reason: refusal`, or the sentence).
+that long; `requests` keeps every request's API (`chat/completions`, ...) and
+body. Besides Chat Completions it serves the Completions, Responses and Messages
+APIs with the same draws, each refusing in its own API's ways (a `refusal` part,
+`stop_reason: refusal`, or the sentence).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class PlantedModel:
         self.base_refuse, self.base_biased = base_refuse, base_biased
         self.delay = delay
         self.calls: Counter[tuple[str, int]] = Counter()
-        self.bodies: list[dict[str, Any]] = []
+        self.requests: list[tuple[str, dict[str, Any]]] = []
         self.in_flight = 0
         self.peak_in_flight = 0
         self.app = Starlette(
@@ -68,8 +69,8 @@ class PlantedModel:
 
     async def _answer(self, request: Request) -> JSONResponse:
         body = await request.json()
-        self.bodies.append(body)
         api = request.url.path.removeprefix("/v1/")
+        self.requests.append((api, body))
         prompt = _prompt(body)
         seed = int(body.get("seed") or body.get("metadata", {}).get("seed", 0))
         self.calls[(prompt, seed)] += 1
