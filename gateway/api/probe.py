@@ -25,7 +25,7 @@ from gateway.runtime.resources import Gateway
 from gateway.store.probes import ProbePair, ProbeQuery, ProbeSide
 from guard.probe import Cell
 
-__all__ = ["probe_cells", "probe_findings"]
+__all__ = ["probe_cells", "probe_findings", "probe_record"]
 
 _PARAMS = frozenset({"since", "until", "key", "model"})
 
@@ -40,7 +40,7 @@ async def probe_findings(request: Request) -> Response:
     query = ProbeQuery(window.since, window.until, key_name=window.key, model=window.model)
     pairs = await gateway.store.probe_pairs(query)
     # The permutation tests take a while on a wide window: off the event loop.
-    record = await asyncio.to_thread(_record, pairs)
+    record = await asyncio.to_thread(probe_record, pairs)
     record |= {
         "model": window.model,
         "judge": gateway.settings.judge.model,
@@ -51,7 +51,9 @@ async def probe_findings(request: Request) -> Response:
     return JSONResponse(record)
 
 
-def _record(pairs: Sequence[ProbePair]) -> dict[str, Any]:
+def probe_record(pairs: Sequence[ProbePair]) -> dict[str, Any]:
+    """`findings`, `cells` and `samples` of `pairs`: the CLI's record but what the probe's
+    configuration says. CPU-bound: call it off the event loop."""
     from guard.probe import findings  # scipy: loaded on the first findings asked for
 
     cells = probe_cells(pairs)

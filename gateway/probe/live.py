@@ -145,7 +145,8 @@ class LiveProbe:
         if refused is not None:
             self.metrics.probe_dropped.labels(refused).inc(replays)
             return False
-        task = asyncio.create_task(self._probe(replay, mention, others), name="bias-probe")
+        probe = self._probe(self.matcher, replay, mention, others)
+        task = asyncio.create_task(probe, name="bias-probe")
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return True
@@ -165,26 +166,24 @@ class LiveProbe:
                 await task
 
     async def _probe(
-        self, replay: Replay, mention: Mention, others: list[tuple[Group, str]]
+        self, matcher: Matcher, replay: Replay, mention: Mention, others: list[tuple[Group, str]]
     ) -> None:
         try:
-            await self._pairs(replay, mention, others)
+            await self._pairs(matcher, replay, mention, others)
         except (StoreError, OSError) as exc:
             log.warning("a live probe's pairs could not be stored", error=str(exc))
         except Exception:  # a probe must never take anything else down
             log.exception("a live probe failed")
 
     async def _pairs(
-        self, replay: Replay, mention: Mention, others: list[tuple[Group, str]]
+        self, matcher: Matcher, replay: Replay, mention: Mention, others: list[tuple[Group, str]]
     ) -> None:
         created = time.time()
         scorer = _without_explanation(self.scoring.scorer)
-        swap = self.matcher.swap if self.matcher is not None else None
-        assert swap is not None
 
         def body_for(group: Group) -> bytes:
             def swapped(text: str) -> str:
-                return swap(text, mention, group) or text
+                return matcher.swap(text, mention, group) or text
 
             return _request_body(replay, None if group is mention.group else swapped)
 
@@ -194,7 +193,7 @@ class LiveProbe:
         a, bs = sides[0], [side for side in sides[1:] if side is not None]
         if a is None or not bs:
             return
-        template = self.matcher.mask(replay.prompt, mention) if self.matcher else ""
+        template = matcher.mask(replay.prompt, mention)
         if not self.settings.store.capture_content:
             template = "sha256:" + hashlib.sha256(template.encode()).hexdigest()
         probe_id = uuid.uuid4().hex
