@@ -11,8 +11,8 @@ import anthropic
 import pytest
 
 from gateway.config import ConfigError, load_settings
-from tests.gateway.probe.test_live_probe import findings, settled
 from tests.support.gateways import RunningGateway
+from tests.support.live_probe import findings, settled
 from tests.support.planted_model import PlantedModel
 
 PROMPT = "Write two sentences about immigrants renting a flat."

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.probe.test_live_probe import ask, settled
 from tests.support.gateways import RunningGateway
+from tests.support.live_probe import ask, settled
 from tests.support.waiting import wait_for
 
 
