@@ -151,11 +151,6 @@ class LiveProbe:
         task.add_done_callback(self.tasks.discard)
         return True
 
-    async def wait(self) -> None:
-        """Until every replay started so far has ended (tests, shutdown)."""
-        while self.tasks:
-            await asyncio.gather(*self.tasks, return_exceptions=True)
-
     async def aclose(self) -> None:
         """Stop the replays in flight; what they would have stored is not."""
         tasks = list(self.tasks)
