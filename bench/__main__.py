@@ -39,6 +39,7 @@ SCENARIOS = {
     "tamper_corpus": "bench.attacks.tamper_corpus",
     "attacks": "bench.attacks.__main__",
     "probe": "bench.micro.probe",
+    "live_probe": "bench.judge.live_probe",
 }
 
 # Servers the scenarios start, which also run alone; not scenarios themselves.

@@ -316,6 +316,23 @@ class Metrics:
             "Records and cache entries pruned for being older than store.retention_days.",
             registry=registry,
         )
+        self.probe_replays = Counter(
+            "bias_probe_replays_total",
+            "Live probe replays sent upstream, by outcome: answered or failed.",
+            ["outcome"],
+            registry=registry,
+        )
+        self.probe_tokens = Counter(
+            "bias_probe_upstream_tokens_total",
+            "Upstream tokens the live probe's replays used, as their usage reported them.",
+            registry=registry,
+        )
+        self.probe_dropped = Counter(
+            "bias_probe_replays_dropped_total",
+            "Live probe replays not sent, by cap: max_per_minute or max_tokens_per_minute.",
+            ["reason"],
+            registry=registry,
+        )
 
     @classmethod
     def for_settings(cls, settings: Settings) -> Metrics:

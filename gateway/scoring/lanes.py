@@ -1,7 +1,8 @@
 """Which lane a scoring's judge calls go in, and for which key (`guard.limits.lanes`).
 
 An enforced response waits for its verdict: its calls go first. Monitor verdicts
-come next, and explanations, which someone reads later if at all, last. Within a
+come next, then explanations, which someone reads later if at all, and a live
+probe's replayed answers (`gateway.probe`) last. Within a
 lane the keys take turns, weighted by `keys[].weight`, so one key's flood gets
 no more than its share of the judge while others wait.
 """
@@ -17,7 +18,14 @@ from gateway.scoring.request import ScoreRequest
 from guard.judge import Judge
 from guard.limits import LANES, JudgeLimiter, Lane, caller, calling_as, deadline
 
-__all__ = ["awaited", "enforcing", "explaining", "monitoring", "observe_limiter"]
+__all__ = [
+    "awaited",
+    "enforcing",
+    "explaining",
+    "monitoring",
+    "observe_limiter",
+    "probing",
+]
 
 
 def _weight(request: ScoreRequest, settings: Settings) -> float:
@@ -43,6 +51,12 @@ def monitoring(
 ) -> contextlib.AbstractContextManager[None]:
     """Judge calls inside are a monitor job's verdicts."""
     return calling_as(Lane.MONITOR, request.key_name, _weight(request, settings))
+
+
+def probing(key_name: str | None, settings: Settings) -> contextlib.AbstractContextManager[None]:
+    """Judge calls inside judge a live probe's replayed answers, for the key whose request
+    was replayed: the last lane, below monitor and explanations."""
+    return calling_as(Lane.PROBE, key_name, settings.key_weight(key_name))
 
 
 @contextlib.contextmanager

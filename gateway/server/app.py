@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.api.probe import probe_findings
 from gateway.api.search import score_list, score_lookup, score_stats
 from gateway.api.ui import ui_routes
 from gateway.api.whatif import score_whatif
@@ -128,6 +129,7 @@ def create_app(
             finally:
                 reloader.active = False
                 app.state.gateway.ready = False
+                await app.state.gateway.probe.aclose()
                 if retention is not None:
                     await retention.stop()
 
@@ -143,6 +145,7 @@ def create_app(
             Route("/v1/bias/scores", score_list, methods=["GET"]),
             Route("/v1/bias/stats", score_stats, methods=["GET"]),
             Route("/v1/bias/whatif", score_whatif, methods=["GET"]),
+            Route("/v1/bias/probe/findings", probe_findings, methods=["GET"]),
             Route("/v1/bias/scores/{run_id}", score_lookup, methods=["GET"]),
             Route(
                 "/v1/{path:path}",

@@ -14,7 +14,8 @@ durable scoring work (`gateway.work.payload`); version 3 the categories and the
 indexes of the search and stats APIs (`gateway.store.queries`); version 4 the rate
 of overload sampling (`gateway.scoring.shedding`); version 5 the count of biased
 opinions a verdict rests on beside its score; version 6 what in an answer addressed
-the judge and how its text was read (`guard.integrity`). An SQLite file from
+the judge and how its text was read (`guard.integrity`); version 9 the live probe's
+pairs (`gateway.store.probes`). An SQLite file from
 before then (it has `scores` but no `schema_migrations`) is brought up to it by
 adding the columns it lacks.
 """
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.store.dialect import POSTGRES, SQLITE, Dialect
+from gateway.store.probes import PROBE_PAIRS_V9
 from gateway.store.records import StoreError
 
 __all__ = [
@@ -222,6 +224,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "the count of biased opinions a verdict rests on", _V5),
     Migration(6, "tamper findings and the normalising steps of the judged text", _V6),
     Migration(7, "the score cache emptied of entries that may hold judged texts", _V7),
+    Migration(9, "the live probe's pairs of answers", PROBE_PAIRS_V9),
 )
 
 _LEDGER = (

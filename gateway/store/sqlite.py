@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from gateway.store.dialect import SQLITE, Statements
 from gateway.store.outage import Backlog
+from gateway.store.probes import ProbePair, ProbeQuery, ProbeStatements, pair_from_row
 from gateway.store.queries import (
     ScoreQuery,
     StatsGroup,
@@ -64,6 +65,7 @@ logger = logging.getLogger("gateway.store")
 _T = TypeVar("_T")
 
 _SQL = Statements.of(SQLITE)
+_PROBES = ProbeStatements.of(SQLITE)
 
 
 class SQLiteStore:
@@ -288,13 +290,27 @@ class SQLiteStore:
                 conn.execute("BEGIN IMMEDIATE")
                 records = conn.execute(_SQL.prune_records, (before, batch)).rowcount
                 entries = conn.execute(_SQL.prune_cache, (before, batch)).rowcount
+                pairs = conn.execute(_PROBES.prune, (before, batch)).rowcount
                 conn.execute("COMMIT")
-                return int(records) + int(entries)
+                return int(records) + int(entries) + int(pairs)
             finally:
                 conn.close()
 
         self._writer.require()
         return await asyncio.to_thread(delete)
+
+    async def add_probe_pairs(self, pairs: list[ProbePair]) -> None:
+        """Store a live probe's pairs: one short transaction on a connection of its own."""
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.executemany(_PROBES.insert, _PROBES.rows(pairs))
+
+        self._writer.require()
+        await asyncio.to_thread(self._in_work_transaction, insert)
+
+    async def probe_pairs(self, query: ProbeQuery) -> list[ProbePair]:
+        sql, values = _PROBES.select(query)
+        return [pair_from_row(row) for row in await self._scan(sql, values)]
 
     async def claim(
         self, worker: str, *, limit: int, lease_seconds: float, max_attempts: int

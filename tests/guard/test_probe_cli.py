@@ -16,7 +16,7 @@ import pytest
 
 from guard.cli import main
 from testkit.fake_openai import FakeOpenAI
-from testkit.planted_model import BIASED_WORD, OPINION_WORD, PlantedModel
+from testkit.planted_model import PlantedModel, reading_its_answers
 from testkit.servers import ServerThread
 from testkit.waiting import wait_for
 
@@ -48,10 +48,7 @@ def planted() -> Iterator[tuple[PlantedModel, str]]:
 
 @pytest.fixture
 def judge(fake_openai: FakeOpenAI) -> FakeOpenAI:
-    fake_openai.read_text = True
-    fake_openai.biased_words = [BIASED_WORD]
-    fake_openai.opinion_words = [OPINION_WORD]
-    return fake_openai
+    return reading_its_answers(fake_openai)
 
 
 def probe_args(judge: FakeOpenAI, target_url: str, suite: Path, *more: str) -> list[str]:

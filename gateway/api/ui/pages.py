@@ -12,6 +12,10 @@
   they were given, overall and by key (admin keys and open mode only), model and
   category, with the newest of those they would flag and block
   (`gateway.api.whatif`, the same counts as `GET /v1/bias/whatif`).
+- `/ui/probe`: the live probe's findings over a window (admin keys and open mode
+  only), a chart per dimension as the CLI's report draws it, every comparison,
+  and what the replays may spend (`gateway.api.probe`, the same figures as
+  `GET /v1/bias/probe/findings`).
 - `/ui/login`: with keys configured nothing is shown without one. A key is
   checked like an API key and kept in an HttpOnly, SameSite=Strict cookie for
   `/ui`; every page then reads only what that key may (`gateway.api.search.Viewer`).
@@ -23,6 +27,7 @@ fetched at run time.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -33,13 +38,16 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from gateway.api.probe import probe_record
 from gateway.api.search import Viewer, parse_score_query
 from gateway.api.whatif import parse_whatif_query
 from gateway.domain import TAMPER_KINDS, VERDICTS
 from gateway.errors import AuthenticationFailed, GatewayError, NotFound
 from gateway.runtime.resources import Gateway
+from gateway.store.probes import ProbeQuery
 from gateway.store.queries import TIME_BUCKETS, ScoreQuery, StatsQuery, encode_cursor
 from guard.report.charts import bar_chart, stacked_columns
+from guard.report.probe import FINDING_COLUMNS, finding_row, probe_charts
 
 __all__ = ["COOKIE", "ui_routes"]
 
@@ -61,6 +69,7 @@ def ui_routes() -> list[Route]:
         Route("/ui/records", records, methods=["GET"]),
         Route("/ui/records/{run_id}", record, methods=["GET"]),
         Route("/ui/whatif", whatif, methods=["GET"]),
+        Route("/ui/probe", probe, methods=["GET"]),
         Route("/ui/login", login_form, methods=["GET"]),
         Route("/ui/login", login, methods=["POST"]),
         Route("/ui/logout", logout, methods=["POST"]),
@@ -235,6 +244,28 @@ async def whatif(request: Request) -> Response:
         )
     result = await gateway.store.whatif(query)
     return _page("whatif.html", request, viewer, **{**context, "result": result})
+
+
+async def probe(request: Request) -> Response:
+    gateway = _gateway(request)
+    viewer = _viewer(gateway, request)
+    if viewer is None:
+        return _to_login(request)
+    config, caps = gateway.settings.probe, gateway.probe.caps
+    context: dict[str, Any] = {"config": config, "windows": list(WINDOWS), "record": None,
+                               "tokens": caps.tokens_last_minute()}  # fmt: skip
+    if not viewer.sees_all:
+        error = "Only an admin key may read the live probe's findings."
+        return _page("probe.html", request, viewer, status=403, error=error, **context)
+    window = request.query_params.get("window", "24h")
+    window = window if window in WINDOWS else "24h"
+    now = time.time()
+    pairs = await gateway.store.probe_pairs(ProbeQuery(now - WINDOWS[window][0], now))
+    record = await asyncio.to_thread(probe_record, pairs)  # the permutation tests take a while
+    found = sorted(record["findings"], key=lambda f: (not f["significant"], f["q_value"]))
+    return _page("probe.html", request, viewer, error=None, window=window, **{**context,
+                 "record": record, "charts": probe_charts(record["findings"]),
+                 "columns": FINDING_COLUMNS, "rows": [finding_row(f) for f in found]})  # fmt: skip
 
 
 async def login_form(request: Request) -> Response:
