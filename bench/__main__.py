@@ -38,6 +38,7 @@ SCENARIOS = {
     "tamper_corpus": "bench.tamper_corpus",
     "attacks": "bench.attacks.__main__",
     "probe": "bench.probe",
+    "monitor_overhead": "bench.monitor_overhead",
 }
 
 # Servers the scenarios start, which also run alone; not scenarios themselves.
