@@ -40,6 +40,7 @@ SCENARIOS = {
     "attacks": "bench.attacks.__main__",
     "probe": "bench.micro.probe",
     "live_probe": "bench.judge.live_probe",
+    "monitor_overhead": "bench.peers.monitor_overhead",
 }
 
 # Servers the scenarios start, which also run alone; not scenarios themselves.

@@ -267,13 +267,30 @@ def app_from_environment() -> Starlette:
     return serve_app(ServeOptions(settings, log_level=level, served=served))
 
 
+# Objects allocated (net) between two young collections; the standard library's is 700.
+YOUNG_COLLECTION_EVERY = 10_000
+
+
 def _freeze_startup_objects() -> None:
-    """Move everything alive after startup out of the collector's reach.
+    """Move everything alive after startup out of the collector's reach, and collect
+    the young generation less often.
 
     The modules, settings and pools (~70k objects) never die, yet each full
     collection walked them all: tens of milliseconds with the loop stopped,
     which showed as the p99 under load. `gc.freeze()` is the standard library's
     tool for this (https://docs.python.org/3/library/gc.html#gc.freeze).
+
+    Monitor mode keeps hundreds of scorings in flight, each a chain of suspended
+    coroutines, futures and judge connections that lives for its judge calls (a
+    second each). At the default threshold the young collections ran every few
+    hundred allocations and walked those same live objects again and again, promoting
+    them into the older generations, whose collections then walked them too: work
+    on the request's event loop that grew with the judge's latency, not the
+    request, and the longest pauses a request met. Collected less often, the live
+    objects are walked that much less often and fewer reach the older generations
+    (`python -m bench monitor_overhead`, bench/results/monitor-overhead-*.md).
     """
     gc.collect()
     gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)

@@ -67,6 +67,12 @@ _T = TypeVar("_T")
 _SQL = Statements.of(SQLITE)
 _PROBES = ProbeStatements.of(SQLITE)
 
+# How long the writer gathers records before a commit. Its thread needs the GIL to
+# run, so each time a record wakes it, the request path's thread waits for the GIL
+# once more: a longer linger, fewer batches, fewer such waits. A read does not wait
+# for it (a flush commits what is queued at once), nor does a record's caller.
+LINGER = 0.05
+
 
 class SQLiteStore:
     """Score records in one SQLite file, written off the event loop.
@@ -84,7 +90,7 @@ class SQLiteStore:
         path: str | Path,
         *,
         batch_max: int = 512,
-        linger: float = 0.005,
+        linger: float = LINGER,
         clock: Callable[[], float] = time.time,
         buffer_records: int = 10_000,
         on_dropped: DroppedHook | None = None,
