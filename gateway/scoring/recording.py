@@ -15,6 +15,7 @@ import structlog
 
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
+from gateway.scoring.cache import without_text
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.request import ScoreRequest
 from gateway.store import ScoreRecord, Store
@@ -78,8 +79,11 @@ class Recorder:
                 truncated=request.truncated,
                 score=outcome.score,
                 verdict=outcome.verdict,
-                # A record's `reason` is the explanation, or for an error what went wrong.
-                reason=outcome.reason if outcome.error is None else outcome.error,
+                # A record's `reason` is the explanation (it quotes the text: kept with
+                # the text only), or for an error what went wrong.
+                reason=outcome.error
+                if outcome.error is not None
+                else _kept(outcome.reason, capture),
                 reason_status=outcome.reason_status,
                 status_reason=outcome.status_reason,
                 judge_calls=calls if outcome.result is not None else None,
@@ -100,7 +104,7 @@ class Recorder:
                 trace_id=_trace_id(request),
                 sample_rate=request.sample_rate,
                 biased_opinions=outcome.biased_opinions,
-                tamper=outcome.tamper or None,
+                tamper=_tamper(outcome.tamper, capture),
                 normalised=outcome.normalised if outcome.result is not None else None,
                 work=work,
                 attempts=attempts,
@@ -218,7 +222,14 @@ def _stored_result(
 ) -> dict[str, object] | None:
     if result is None:
         return None
-    data = result.to_json_dict()
+    # Without content capture the record keeps what decided the answer and none of the
+    # words it was judged on: no prompts, opinions, reasons or excerpts (`without_text`).
+    if capture_content:
+        data = result.to_json_dict()
+    else:
+        data = without_text(result).to_json_dict()
+        for key in _PROMPTS:  # None without the text: left out, as a field never had
+            data.pop(key, None)
     data["cached"] = cached
     if windows is not None:
         data["windows"] = windows
@@ -229,11 +240,19 @@ def _stored_result(
         ]
         opinions = result.preprocess_step_result.opinions
         data["opinionSources"] = opinion_sources(opinions, tool_arguments)
-    if not capture_content:
-        # The prompts embed the response text: keep them out unless content capture is on.
-        for key in _PROMPTS:
-            data.pop(key, None)
     return data
+
+
+def _kept(text: str | None, capture_content: bool) -> str | None:
+    return text if capture_content else None
+
+
+def _tamper(findings: list[dict[str, str]], capture_content: bool) -> list[dict[str, str]] | None:
+    """The tamper findings to store (None when there are none): without content capture,
+    their kinds with the excerpts emptied, as the score cache keeps them."""
+    if not findings:
+        return None
+    return findings if capture_content else [{**finding, "excerpt": ""} for finding in findings]
 
 
 def _trace_id(request: ScoreRequest) -> str | None:
