@@ -13,12 +13,14 @@ from typing import Any
 
 import structlog
 
+from gateway.config import ReviewSettings
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
 from gateway.scoring.cache import without_text
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.request import ScoreRequest
 from gateway.store import ScoreRecord, Store
+from gateway.store.reviews import review_rank
 from gateway.wire.tools import ToolArgument, opinion_sources
 from guard import BiasResult
 
@@ -44,12 +46,27 @@ class Recorder:
         metrics: Metrics,
         capture_content: bool,
         scale: float,
+        review: ReviewSettings | None = None,
     ) -> None:
         self.store = store
         self.telemetry = telemetry
         self.metrics = metrics
         self.capture_content = capture_content
         self.scale = scale
+        self.review = review or ReviewSettings()  # a reload replaces it
+
+    def review_rank(self, request: ScoreRequest, outcome: Outcome) -> int | None:
+        """The record's place in the review queue (`gateway.store.reviews.review_rank`)."""
+        policy, review = request.policy, self.review
+        return review_rank(
+            request.run_id,
+            outcome.verdict if outcome.status == "scored" else None,
+            outcome.score,
+            flag=policy.flag_threshold,
+            block=policy.block_threshold,
+            borderline=review.borderline,
+            sample_passes=review.sample_passes,
+        )
 
     def store_outcome(
         self,
@@ -64,6 +81,7 @@ class Recorder:
         """Store what `outcome` says of `request`. A pending record may carry `work` and
         a `lease` (worker, until); a final one carries neither, which erases them."""
         capture = self.capture_content
+        rank = self.review_rank(request, outcome)
         calls, tokens = cost_of(outcome.result)
         self.store.submit(
             ScoreRecord(
@@ -106,6 +124,7 @@ class Recorder:
                 biased_opinions=outcome.biased_opinions,
                 tamper=_tamper(outcome.tamper, capture),
                 normalised=outcome.normalised if outcome.result is not None else None,
+                review_rank=rank,
                 work=work,
                 attempts=attempts,
                 leased_by=lease[0] if lease else None,
