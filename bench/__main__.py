@@ -41,6 +41,7 @@ SCENARIOS = {
     "probe": "bench.micro.probe",
     "live_probe": "bench.judge.live_probe",
     "monitor_overhead": "bench.peers.monitor_overhead",
+    "reviews": "bench.store.reviews",
 }
 
 # Servers the scenarios start, which also run alone; not scenarios themselves.

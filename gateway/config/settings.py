@@ -18,6 +18,7 @@ from gateway.config.sections import (
     Policy,
     ProbeSettings,
     QueueSettings,
+    ReviewSettings,
     ServerSettings,
     StoreSettings,
     TelemetrySettings,
@@ -50,6 +51,7 @@ class Settings(Model):
     server: ServerSettings = Field(default_factory=ServerSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     probe: ProbeSettings = Field(default_factory=ProbeSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -170,7 +172,8 @@ class Settings(Model):
         if reviewers and not self.store.capture_content:
             notes.append(
                 f"reviewer keys ({', '.join(reviewers)}) will see records without their"
-                " text: store.capture_content is off"
+                " text: store.capture_content is off (`review` keeps the text of the"
+                " records the review queue offers, and of no others)"
             )
         return notes
 
