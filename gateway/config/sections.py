@@ -262,7 +262,10 @@ class StoreSettings(Model):
     path: Name = "bias-scores.db"
     # postgresql://user:password@host:5432/db; unset keeps SQLite at `path`.
     url: OptionalSecret = None
-    capture_content: bool = False
+    # The answers' texts and what the judge quoted of them: in every record (true), in
+    # none (false), or only in the records the review queue offers (`review`: blocked,
+    # flagged, borderline and sampled passes, `gateway.store.reviews.review_rank`).
+    capture_content: bool | Literal["review"] = False
     # Final records and cache entries older than this are pruned in the background;
     # 0 keeps everything. Pending records are never pruned.
     retention_days: Annotated[float, Field(ge=0)] = 30.0
@@ -278,6 +281,15 @@ class StoreSettings(Model):
             if scheme not in ("postgresql", "postgres"):
                 raise ValueError("must be a postgresql:// URL (unset: SQLite at store.path)")
         return value
+
+
+class ReviewSettings(Model):
+    """Which records the review queue offers beside the flagged and blocked ones
+    (`gateway.store.reviews`): passes within `borderline` of a threshold (in the judge's
+    scale), and this share of the other passes, picked by a hash of the run id."""
+
+    borderline: Annotated[float, Field(ge=0)] = 0.1
+    sample_passes: Annotated[float, Field(ge=0, le=1)] = 0.02
 
 
 class QueueSettings(Model):
