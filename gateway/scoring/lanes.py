@@ -1,7 +1,8 @@
 """Which lane a scoring's judge calls go in, and for which key (`guard.limits.lanes`).
 
 An enforced response waits for its verdict: its calls go first. Monitor verdicts
-come next, and explanations, which someone reads later if at all, last. Within a
+come next, and explanations, which someone reads later if at all, last, with the
+canary's checks of a new judge. Within a
 lane the keys take turns, weighted by `keys[].weight`, so one key's flood gets
 no more than its share of the judge while others wait.
 """
@@ -17,7 +18,7 @@ from gateway.scoring.request import ScoreRequest
 from guard.judge import Judge
 from guard.limits import LANES, JudgeLimiter, Lane, caller, calling_as, deadline
 
-__all__ = ["awaited", "enforcing", "explaining", "monitoring", "observe_limiter"]
+__all__ = ["awaited", "enforcing", "explaining", "monitoring", "observe_limiter", "rechecking"]
 
 
 def _weight(request: ScoreRequest, settings: Settings) -> float:
@@ -56,6 +57,14 @@ def explaining(*, deferred: bool = False) -> Iterator[None]:
         return
     with calling_as(Lane.EXPLAIN, who.key or None, who.weight):
         yield
+
+
+def rechecking(
+    request: ScoreRequest, settings: Settings
+) -> contextlib.AbstractContextManager[None]:
+    """Judge calls inside judge a labelled record again, to check a new judge against
+    the reviewers (`gateway.server.canary`): nobody waits for them, so the last lane."""
+    return calling_as(Lane.EXPLAIN, request.key_name, _weight(request, settings))
 
 
 def observe_limiter(judge: Judge, metrics: Metrics) -> None:

@@ -234,6 +234,14 @@ _V8: tuple[Step, ...] = (
     "CREATE INDEX IF NOT EXISTS reviews_key_created ON reviews (key_name, created_at)",
 )
 
+# Version 9: what a process last saw of things that outlive it, by name
+# (`gateway.store.state`): the judge's identity, which a changed judge is told by, and the
+# report of the canary that checked the last change against the reviewers' labels.
+_V9: tuple[Step, ...] = (
+    "CREATE TABLE IF NOT EXISTS gateway_state ("
+    " name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at {real} NOT NULL)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "scores and score_cache", _V1),
     Migration(2, "durable scoring work: work, attempts, lease", _V2),
@@ -243,6 +251,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "tamper findings and the normalising steps of the judged text", _V6),
     Migration(7, "the score cache emptied of entries that may hold judged texts", _V7),
     Migration(8, "reviews: reviewers' labels of judged records", _V8),
+    Migration(9, "gateway state: the judge last seen and its canary", _V9),
 )
 
 _LEDGER = (
