@@ -31,6 +31,7 @@ from gateway.observability.metrics import Metrics
 from gateway.scoring.request import ScoreRequest
 from gateway.scoring.service import Scoring
 from gateway.store import Store, StoreError
+from gateway.store.records import json_text
 from gateway.store.reviews import Reviewed, Reviews
 from gateway.store.state import State
 from guard import BiasScorer
@@ -163,7 +164,7 @@ class JudgeCanary:
     ) -> dict[str, Any]:
         """Judge the labelled records again and keep the report (see the module)."""
         started = time.time()
-        reviewed = await self.reviews.reviewed(since=0.0, until=started, key=None)
+        reviewed = await self.reviews.reviewed(since=0.0, until=started, key=None, texts=True)
         records = labelled(reviewed, settings.review.canary_size)
         report: dict[str, Any] = {
             "object": "bias.canary",
@@ -233,9 +234,11 @@ class JudgeCanary:
                 outcome = await scoring.rejudge(_request(item, settings), item.completion)
             if outcome.status != "scored" or outcome.result is None:
                 return None
-            result = outcome.result.model_dump(by_alias=True, mode="json")
+            result = item.result_json  # read where the reviewer labelled opinions only
+            if result is not None:
+                result = json_text(outcome.result.model_dump(by_alias=True, mode="json"))
             return dataclasses.replace(
-                item, score=outcome.score, verdict=outcome.verdict, result=result
+                item, score=outcome.score, verdict=outcome.verdict, result_json=result
             )
 
         return list(await asyncio.gather(*(one(item) for item in records)))

@@ -47,7 +47,13 @@ RECORDS = [(f"north-{n}", 1.0, "flag", "biased") for n in range(3)] + [
 def _record(run_id: str, score: float, verdict: str) -> ScoreRecord:
     result = {
         "preprocessStepResult": {"opinions": ["an opinion"]},
-        "analyzeStepResult": {"results": [{"result": "yes" if score else "no", "reason": "r"}]},
+        "analyzeStepResult": {
+            "results": [
+                {"result": "yes", "reason": "r", "categories": ["geographical"]}
+                if score
+                else {"result": "no", "reason": "r"}
+            ]
+        },
     }
     return ScoreRecord(
         run_id, "scored", time.time(), key_name="team", score=score, verdict=verdict,
@@ -66,7 +72,10 @@ def _label(gateway: RunningGateway) -> None:
         gateway.state.store.submit(_record(run_id, score, verdict))
     with gateway.http(TEAM) as http:
         for run_id, _, _, label in RECORDS:
-            answer = http.post(f"/v1/bias/scores/{run_id}/review", json={"label": label})
+            body: dict[str, Any] = {"label": label}
+            if run_id == "north-0":  # and its opinion, for the per-category figures
+                body["opinions"] = [{"index": 0, "biased": True, "categories": ["geographical"]}]
+            answer = http.post(f"/v1/bias/scores/{run_id}/review", json=body)
             assert answer.status_code == 201, answer.text
 
 
@@ -128,6 +137,11 @@ def test_a_restart_with_a_changed_judge_reports_the_agreement_falling(
     assert {"reviewed", "judge", "categories", "thresholds", "reaching", "best_f1"} <= set(
         report["after"]
     )
+    # The labelled opinion: the old judge named its category, the new one finds no bias.
+    geographical = report["before"]["categories"]["geographical"]
+    assert (geographical["tp"], geographical["fn"]) == (1, 0)
+    geographical = report["after"]["categories"]["geographical"]
+    assert (geographical["tp"], geographical["fn"]) == (0, 1)
     assert report["drop"] == {"f1": 1.0, "kappa": 1.0}
     assert (report["canary_drop"], report["exceeded"]) == (0.1, True)
     # Judged again by the new judge: two calls each (extract, judge), none for the record
@@ -189,7 +203,7 @@ def test_a_reload_that_changes_the_judge_runs_the_canary(
 def test_the_canary_takes_each_records_newest_label_with_its_text_newest_first() -> None:
     def item(run_id: str, at: float, label: str, text: str | None = "text") -> Reviewed:
         review = Review(run_id, "someone", None, label, None, None, at)
-        return Reviewed(review, 0.5, "flag", [], None, text)
+        return Reviewed(review, 0.5, "flag", None, None, text)
 
     reviewed = [
         item("a", 1, "biased"),
