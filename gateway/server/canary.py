@@ -132,11 +132,6 @@ class JudgeCanary:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def wait(self) -> None:
-        """Until the check under way (if any) ends."""
-        if self._task is not None:
-            await asyncio.shield(self._task)
-
     async def _check(self, scoring: Scoring, settings: Settings) -> None:
         try:
             after = JudgeIdentity.of(scoring.scorer).to_json()
@@ -146,13 +141,27 @@ class JudgeCanary:
             if before is None:
                 log.info("judge recorded; a later change is checked against the labels")
                 return
-            size = settings.review.canary_size
-            if size:
-                await self.run(scoring, settings, before=before, after=after)
+            if settings.review.canary_size:
+                try:
+                    await self.run(scoring, settings, before=before, after=after)
+                except asyncio.CancelledError:
+                    await self._abandon(before, after)
+                    raise
         except asyncio.CancelledError:
             raise
         except Exception:  # the store away, or a bug: the gateway serves on
             log.exception("the judge canary failed")
+
+    async def _abandon(self, before: dict[str, Any], after: dict[str, Any]) -> None:
+        """A check stopped before it ended (the process stopping, or a newer judge): the
+        judge checked is recorded as unseen, so that a start with it checks it again,
+        unless another change was recorded meanwhile; its report says it was cancelled."""
+        with contextlib.suppress(Exception):  # the store away: the check is lost, not the stop
+            if await self.state.swap(JUDGE, after, before):
+                report = await self.state.get(CANARY)
+                if report is not None and report.get("judge", {}).get("after") == after:
+                    await self.state.put(CANARY, {**report, "status": "cancelled"})
+        log.info("judge canary stopped before it ended", judge=label(after))
 
     async def run(
         self,

@@ -169,6 +169,32 @@ def test_a_restart_with_a_changed_judge_reports_the_agreement_falling(
     assert len(fake_openai.requests) == calls
 
 
+def test_a_canary_cut_short_by_a_stop_runs_again_at_the_next_start(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway, tmp_path: Path
+) -> None:
+    config = {"keys": KEYS, "policies": POLICY}
+    first = make_gateway(**config)
+    _label(first)
+    first.server.stop()
+
+    _disagree(fake_openai)
+    fake_openai.judge_open.clear()  # the new judge holds every call
+    second = make_gateway(**config, judge={"model": "judge-2"})
+    try:
+        with second.http(ADMIN) as http:
+            wait_for(lambda: http.get("/v1/bias/reviews/canary").json()["status"] == "running")
+            wait_for(lambda: fake_openai.judge_in_flight > 0, "a held judge call")
+        second.server.stop()
+    finally:
+        fake_openai.judge_open.set()
+
+    third = make_gateway(**config, judge={"model": "judge-2"})
+    with third.http(ADMIN) as http:
+        report = _finished(http)
+    assert (report["rejudged"], report["exceeded"]) == (6, True)
+    assert report["judge"]["before"]["model"] == JUDGE_MODEL
+
+
 def test_a_reload_that_changes_the_judge_runs_the_canary(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
