@@ -39,6 +39,7 @@ SCENARIOS = {
     "attacks": "bench.attacks.__main__",
     "probe": "bench.probe",
     "reviews": "bench.reviews",
+    "canary": "bench.canary",
 }
 
 # Servers the scenarios start, which also run alone; not scenarios themselves.
