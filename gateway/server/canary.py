@@ -186,6 +186,11 @@ class JudgeCanary:
         }
         await self.state.put(CANARY, report)
         log.info("judge changed; judging labelled records again", records=len(records))
+        if not records:
+            log.warning(
+                "no labelled record with its text kept: the new judge is not checked"
+                " (label records, with store.capture_content true or review)"
+            )
         again = await self._rejudge(scoring, settings, records)
         judged = [pair for pair in zip(records, again, strict=True) if pair[1] is not None]
         scale, precision = settings.judge.scale, 0.9

@@ -5,6 +5,7 @@ again in the explanation lane, and the agreement before and after in
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -193,6 +194,26 @@ def test_a_canary_cut_short_by_a_stop_runs_again_at_the_next_start(
         report = _finished(http)
     assert (report["rejudged"], report["exceeded"]) == (6, True)
     assert report["judge"]["before"]["model"] == JUDGE_MODEL
+
+
+def test_without_labelled_texts_the_canary_says_it_checked_nothing(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    config = {"keys": KEYS, "policies": POLICY}
+    first = make_gateway(**config)
+    first.state.store.submit(dataclasses.replace(_record("north-0", 1.0, "flag"), completion=None))
+    with first.http(TEAM) as http:
+        assert http.post("/v1/bias/scores/north-0/review", json={"label": "biased"}).is_success
+    first.server.stop()
+
+    _disagree(fake_openai)
+    with capture_logs() as logs:
+        second = make_gateway(**config, judge={"model": "judge-2"})
+        with second.http(ADMIN) as http:
+            report = _finished(http)
+    assert (report["labelled"], report["rejudged"], report["exceeded"]) == (0, 0, False)
+    assert any(line["event"].startswith("no labelled record with its text") for line in logs)
+    assert not [r for r in fake_openai.requests if r.body.get("model") == "judge-2"]
 
 
 def test_a_reload_that_changes_the_judge_runs_the_canary(
