@@ -100,15 +100,15 @@ async def _forget_judge(store: Path) -> None:
     """The judge recorded made another's, so that the next start sees a change."""
     from gateway.config import StoreSettings
     from gateway.store import open_store
-    from gateway.store.state import State
+    from gateway.store.state import JUDGE, State
 
     opened = open_store(StoreSettings(path=str(store)))
     await opened.open()
     try:
         state = State(opened)
-        judge = await state.get("judge")
+        judge = await state.get(JUDGE)
         assert judge is not None, "the first start records its judge"
-        await state.put("judge", {**judge, "model": "judge-before"})
+        await state.put(JUDGE, {**judge, "model": "judge-before"})
     finally:
         await opened.close()
 

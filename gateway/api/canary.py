@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from gateway.api.search import viewer_of
 from gateway.errors import PermissionDenied
 from gateway.runtime.resources import Gateway
-from gateway.store.state import State
+from gateway.store.state import CANARY, JUDGE, State
 
 __all__ = ["review_canary"]
 
@@ -28,7 +28,7 @@ async def review_canary(request: Request) -> Response:
     if viewer.key is not None and not viewer.key.admin:
         raise PermissionDenied("The judge canary is for admin keys.")
     state = State(gateway.store)
-    report = await state.get("canary")
+    report = await state.get(CANARY)
     if report is None:
-        report = {"object": "bias.canary", "status": "none", "judge": await state.get("judge")}
+        report = {"object": "bias.canary", "status": "none", "judge": await state.get(JUDGE)}
     return JSONResponse(report)

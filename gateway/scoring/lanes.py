@@ -2,9 +2,9 @@
 
 An enforced response waits for its verdict: its calls go first. Monitor verdicts
 come next, and explanations, which someone reads later if at all, last, with the
-canary's checks of a new judge. Within a
-lane the keys take turns, weighted by `keys[].weight`, so one key's flood gets
-no more than its share of the judge while others wait.
+canary's checks of a new judge, which nobody waits for. Within a lane the keys take
+turns, weighted by `keys[].weight`, so one key's flood gets no more than its share
+of the judge while others wait.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def create_app(
                     "no gateway API keys configured: the gateway is open to anyone who can reach it"
                 )
             app.state.gateway = state
-            canary = app.state.canary = JudgeCanary(store, metrics)
+            canary = JudgeCanary(store, metrics)
 
             def apply(new: Settings) -> None:
                 app.state.gateway = reconfigured(app.state.gateway, new, runtime.judges)

@@ -33,14 +33,13 @@ from gateway.scoring.service import Scoring
 from gateway.store import Store, StoreError
 from gateway.store.records import json_text
 from gateway.store.reviews import Reviewed, Reviews
-from gateway.store.state import State
+from gateway.store.state import CANARY, JUDGE, State
 from guard import BiasScorer
 
-__all__ = ["CANARY", "CONCURRENCY", "JUDGE", "JudgeCanary", "JudgeIdentity", "labelled"]
+__all__ = ["CONCURRENCY", "JudgeCanary", "JudgeIdentity", "labelled"]
 
 log = structlog.get_logger("gateway.canary")
 
-JUDGE, CANARY = "judge", "canary"  # their names in `gateway_state`
 CONCURRENCY = 8  # records judged again at once: the lane orders calls, this bounds them
 _FIGURES = ("f1", "kappa")
 

@@ -19,7 +19,10 @@ from gateway.store.records import json_text
 if TYPE_CHECKING:
     from gateway.store.base import Store
 
-__all__ = ["State"]
+__all__ = ["CANARY", "JUDGE", "State"]
+
+# The names kept: the judge last seen, and the report of the canary that checked it.
+JUDGE, CANARY = "judge", "canary"
 
 
 class State:
