@@ -42,6 +42,7 @@ SCENARIOS = {
     "live_probe": "bench.judge.live_probe",
     "monitor_overhead": "bench.peers.monitor_overhead",
     "reviews": "bench.store.reviews",
+    "canary": "bench.judge.canary",
 }
 
 # Servers the scenarios start, which also run alone; not scenarios themselves.

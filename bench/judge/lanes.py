@@ -110,7 +110,7 @@ def _config(upstream: str, judge: str, store: Path, extra: dict[str, Any]) -> di
     return config
 
 
-async def _paced(
+async def paced(
     session: aiohttp.ClientSession, url: str, api_key: str | None, rate: float, duration: float
 ) -> Load:
     """`bench.peers.realistic`'s open loop, one key: a request every 1/rate s, each its own task."""
@@ -170,7 +170,7 @@ async def _run_streams(
         sampler = asyncio.create_task(_sample_judge(judge, gateway, samples)) if judge else None
         loads = await asyncio.gather(
             *(
-                _paced(session, url, KEYS[key] if key else None, rate, duration)
+                paced(session, url, KEYS[key] if key else None, rate, duration)
                 for key, rate in streams
             )
         )

@@ -98,7 +98,7 @@ def run_all(plan: Plan) -> dict[str, Any]:
         if plan.only is None or "gateway off" in plan.only:
             results["memory"] = _memory_check(ctx, plan)
         if plan.only is None or "gateway monitor" in plan.only:
-            results["paced"] = _paced(ctx, plan)
+            results["paced"] = paced(ctx, plan)
     results["elapsed_s"] = round(time.monotonic() - started, 1)
     return results
 
@@ -212,7 +212,7 @@ def _run_cell(ctx: Context, deployed: Deployed, workload: Workload, plan: Plan) 
     return cell
 
 
-def _paced(ctx: Context, plan: Plan) -> dict[str, Any]:
+def paced(ctx: Context, plan: Plan) -> dict[str, Any]:
     """c=1 at a fixed rate, direct and fresh off and monitor gateways, in alternating rounds.
 
     The configurations run side by side and take turns, so a drift of the

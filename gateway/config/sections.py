@@ -293,6 +293,11 @@ class ReviewSettings(Model):
 
     borderline: Annotated[float, Field(ge=0)] = 0.1
     sample_passes: Annotated[float, Field(ge=0, le=1)] = 0.02
+    # When the judge's model, endpoint or prompt version changes, up to this many labelled
+    # records are judged again and the agreement compared (`gateway.server.canary`); 0: never.
+    canary_size: Annotated[int, Field(ge=0)] = 200
+    # A fall in F1 or kappa by more than this after a judge change is warned of.
+    canary_drop: Annotated[float, Field(ge=0, le=1)] = 0.1
 
 
 class QueueSettings(Model):

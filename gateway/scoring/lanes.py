@@ -1,10 +1,11 @@
 """Which lane a scoring's judge calls go in, and for which key (`guard.limits.lanes`).
 
 An enforced response waits for its verdict: its calls go first. Monitor verdicts
-come next, then explanations, which someone reads later if at all, and a live
-probe's replayed answers (`gateway.probe`) last. Within a
-lane the keys take turns, weighted by `keys[].weight`, so one key's flood gets
-no more than its share of the judge while others wait.
+come next, then explanations, which someone reads later if at all, with the canary's
+checks of a new judge, which nobody waits for, and a live probe's replayed answers
+(`gateway.probe`) last. Within a lane the keys take turns, weighted by
+`keys[].weight`, so one key's flood gets no more than its share of the judge while
+others wait.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "monitoring",
     "observe_limiter",
     "probing",
+    "rechecking",
 ]
 
 
@@ -70,6 +72,14 @@ def explaining(*, deferred: bool = False) -> Iterator[None]:
         return
     with calling_as(Lane.EXPLAIN, who.key or None, who.weight):
         yield
+
+
+def rechecking(
+    request: ScoreRequest, settings: Settings
+) -> contextlib.AbstractContextManager[None]:
+    """Judge calls inside judge a labelled record again, to check a new judge against
+    the reviewers (`gateway.server.canary`): nobody waits for them, so the last lane."""
+    return calling_as(Lane.EXPLAIN, request.key_name, _weight(request, settings))
 
 
 def observe_limiter(judge: Judge, metrics: Metrics) -> None:

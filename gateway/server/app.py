@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.api.canary import review_canary
 from gateway.api.probe import probe_findings
 from gateway.api.reviews import review_agreement, review_export, review_post, review_queue
 from gateway.api.search import score_list, score_lookup, score_stats
@@ -38,6 +39,7 @@ from gateway.proxy.surfaces import SURFACES
 from gateway.runtime.lifecycle import build_judge, scoring_runtime
 from gateway.runtime.reconfigure import reconfigured
 from gateway.runtime.resources import Gateway
+from gateway.server.canary import JudgeCanary
 from gateway.server.health import healthz, metrics_endpoint, readyz
 from gateway.server.reload import HangupLatch, Reloader, ReloadResult, ServedFrom, admin_reload
 from gateway.server.startup import log_reloaded
@@ -108,9 +110,11 @@ def create_app(
                     "no gateway API keys configured: the gateway is open to anyone who can reach it"
                 )
             app.state.gateway = state
+            canary = JudgeCanary(store, metrics)
 
             def apply(new: Settings) -> None:
                 app.state.gateway = reconfigured(app.state.gateway, new, runtime.judges)
+                canary.check(runtime.scoring)  # a changed judge is checked against the labels
 
             reloader = Reloader(
                 served,
@@ -123,6 +127,7 @@ def create_app(
             if freeze_gc:
                 _freeze_startup_objects()
             state.ready = True
+            await canary.start(runtime.scoring)
             if hangup is not None:
                 reloader.listen(asyncio.get_running_loop(), hangup)
             try:
@@ -130,6 +135,7 @@ def create_app(
             finally:
                 reloader.active = False
                 app.state.gateway.ready = False
+                await canary.stop()
                 await app.state.gateway.probe.aclose()
                 if retention is not None:
                     await retention.stop()
@@ -152,6 +158,7 @@ def create_app(
             Route("/v1/bias/reviews/queue", review_queue, methods=["GET"]),
             Route("/v1/bias/reviews/agreement", review_agreement, methods=["GET"]),
             Route("/v1/bias/reviews/export", review_export, methods=["GET"]),
+            Route("/v1/bias/reviews/canary", review_canary, methods=["GET"]),
             Route(
                 "/v1/{path:path}",
                 passthrough,

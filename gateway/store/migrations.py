@@ -16,7 +16,8 @@ of overload sampling (`gateway.scoring.shedding`); version 5 the count of biased
 opinions a verdict rests on beside its score; version 6 what in an answer addressed
 the judge and how its text was read (`guard.integrity`); version 7 empties the score
 cache; version 8 adds the reviewers' labels (`gateway.store.reviews`); version 9 the
-live probe's pairs (`gateway.store.probes`). An SQLite file from
+live probe's pairs (`gateway.store.probes`); version 10 what a process keeps by name
+across restarts (`gateway.store.state`). An SQLite file from
 before then (it has `scores` but no `schema_migrations`) is brought up to it by
 adding the columns it lacks.
 """
@@ -238,6 +239,14 @@ _V8: tuple[Step, ...] = (
     "CREATE INDEX IF NOT EXISTS reviews_key_created ON reviews (key_name, created_at)",
 )
 
+# Version 10: what a process last saw of things that outlive it, by name
+# (`gateway.store.state`): the judge's identity, which a changed judge is told by, and the
+# report of the canary that checked the last change against the reviewers' labels.
+_V10: tuple[Step, ...] = (
+    "CREATE TABLE IF NOT EXISTS gateway_state ("
+    " name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at {real} NOT NULL)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "scores and score_cache", _V1),
     Migration(2, "durable scoring work: work, attempts, lease", _V2),
@@ -248,6 +257,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "the score cache emptied of entries that may hold judged texts", _V7),
     Migration(8, "reviews: reviewers' labels of judged records", _V8),
     Migration(9, "the live probe's pairs of answers", PROBE_PAIRS_V9),
+    Migration(10, "gateway state: the judge last seen and its canary", _V10),
 )
 
 _LEDGER = (
