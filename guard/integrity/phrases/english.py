@@ -211,8 +211,9 @@ ENGLISH: tuple[Rule, ...] = (
     ),
     (
         (("opinion", "verdict"),),
+        # "Return an empty list when the text holds no opinions" says what code does.
         r"(?:return|output|respond|reply|answer|report|list|extract|give|emit|produce)\b"
-        + gap(4)
+        + r"(?:\W+(?!(?:when|if|unless|whenever|where)\b)\w+){0,4}?\W+"
         + r"(?:no|zero|0|an\W+empty\W+list\W+of|empty)\W+(?:\w+\W+)?"
         r"(?:opinions?|verdicts?)\b",
     ),
