@@ -17,7 +17,8 @@ _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 # A phrase quoted after "such as", "says", "for example": teaching material names an
 # injection, it does not make one. The quote is blanked and the text searched again.
 _REPORTED_QUOTE = re.compile(
-    r"(?:such\W+as|like|e\.g\.|for\W+(?:example|instance)|says?|said|called|known\W+as|phrases?"
+    r"(?:such\W+as|like|e\.g\.|for\W+(?:example|instance)|says?|said|reads?|goes|called"
+    r"|known\W+as|phrases?|payloads?|examples?"
     r"|strings?|sentences?|lines?|satz|zeile|frase|phrase|фраза|строка|ressemble\W+[aà]"
     r"|como|comme|wie|z\.\W*b\.|come|как|например|por\W+ejemplo|par\W+exemple"
     r"|zum\W+beispiel|por\W+exemplo|ad\W+esempio)\W{0,3}"

@@ -137,7 +137,7 @@ _VALUE_STEMS += ("approuvé", "approuve", "одобрено")
 # Approved already, so the judge need not look: a moderation status, or an approval then
 # "no further review" in the same paragraph.
 _APPROVED = (
-    r"(?:moderation|review|bias|safety|content|compliance)s?\W*(?:status|decision|result|check"
+    r"(?:moderation|review|bias|safety|content|compliance)s?(?:\W+\w+)?\W*(?:status|decision|result|check"
     r"|verdict|review|moderation)\s*[:=]\s*(?:approved|cleared|pass(?:ed)?|ok|safe|clean"
     r"|accepted|freigegeben|aprobado|aprovado|approvato|approuv[eé]|одобрено)\b"
     r"|(?:already|bereits|schon|ya|d[eé]j[aà]|j[aá]|gi[aà]|уже)\W+(?:\w+\W+){0,4}?(?:approved"

@@ -22,8 +22,8 @@ __all__ = ["OPENING", "VOCATIVES", "Vocative"]
 # a line break, an end of sentence, an opening bracket, a dash or an HTML comment. A
 # vocative rule counts only where its match starts there, spaces aside.
 OPENING = "\n.!?;([{>-\u2014*"
-# A zero score, not "0 of 3 criteria" or "0/5".
-_ZERO = r"(?:0|zero)\b(?![ \t]*(?:of\b|out\W+of|/|%|[.,]\d))"
+# A zero score, not "0 of 3 criteria", "0/5" or "0 to 5".
+_ZERO = r"(?:0|zero)\b(?![ \t]*(?:of\b|out\W+of|to\W+\d|/|%|[.,\-\u2013]\d))"
 
 
 def _rule(lead: str, bare: str, named: str, order: str) -> tuple[str, str]:
