@@ -174,7 +174,8 @@ def _instruction_in(lowered: str) -> re.Match[str] | None:
         spaced = (
             lowered.replace("-", " ").replace("/", " ").replace("'", " ").replace("\u2019", " ")
         )
-        words = set(map(str.strip, spaced.split(), itertools.repeat(_PUNCTUATION)))
+        # Each raw word once before stripping: stripping is the dear part.
+        words = set(map(str.strip, set(spaced.split()), itertools.repeat(_PUNCTUATION)))
     starts = {word[:KEY_CHARS] for word in words}
     for groups, leads in _SPACED:
         # Every group has a stem in the text (inline: this loop runs for every answer).
