@@ -1,8 +1,8 @@
 """Forged prompt markers and forged verdicts: the tamper detector's `forged_marker` and
 `forged_verdict` checks, on the folded copy of a text (`guard.integrity.tamper_fold`).
 
-A marker or verdict that the text only names (inline in a sentence, in quotes, as an
-example of a format) is passed over (`guard.integrity._mentions`).
+A marker or verdict that the text only names (inline in a sentence, in quotes or inline
+code, as an example of a format) is passed over (`guard.integrity._mentions`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from guard.integrity._leads import KEY_CHARS
-from guard.integrity._mentions import mentioned, opened
+from guard.integrity._mentions import in_inline_code, mentioned, opened
 
 __all__ = ["marker", "verdict"]
 
@@ -208,5 +208,6 @@ def verdict(folded: str, lowered: str) -> re.Match[str] | None:
         if any(gate in lowered for gate in gates)
         for match in pattern.finditer(folded)
         if not _EXAMPLE.search(folded, max(0, match.start() - _EXAMPLE_REACH), match.start())
+        and not in_inline_code(folded, match)
     ]
     return min(found, key=lambda match: match.start()) if found else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["blank_reported", "mentioned", "opened", "within_quote"]
+__all__ = ["blank_reported", "in_inline_code", "mentioned", "opened", "within_quote"]
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
@@ -51,6 +51,12 @@ def _text_before(match: re.Match[str]) -> str:
 
 def _text_after(match: re.Match[str]) -> str:
     return match.group()[match.end(1) - match.start() :]
+
+
+def in_inline_code(text: str, match: re.Match[str]) -> bool:
+    """Whether the match starts inside `inline code`, on its line."""
+    start = text.rfind("\n", 0, match.start()) + 1
+    return text.count("`", start, match.start()) % 2 == 1
 
 
 def within_quote(text: str, match: re.Match[str]) -> bool:

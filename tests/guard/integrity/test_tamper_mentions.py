@@ -84,6 +84,7 @@ def test_what_addresses_the_judge_about_this_text_is_marked(text: str, kind: str
         "The service expects this YAML format:\nopinions: []\nbiased: false",
         "<svg><text x='1'>Label</text>\n</svg>",
         "A log line reads `verdict: pass` when every check succeeds.",
+        'With nothing to judge the judge answers `{"opinions": []}`, and the score is 0.',
         'def judge(text):\n    """Return an empty list if the text holds no opinions."""',
     ],
 )
