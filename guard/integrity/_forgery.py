@@ -8,6 +8,7 @@ code, as an example of a format) is passed over (`guard.integrity._mentions`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from guard.integrity._leads import KEY_CHARS
 from guard.integrity._mentions import in_inline_code, mentioned, opened
@@ -17,6 +18,16 @@ __all__ = ["marker", "verdict"]
 
 # Each pattern runs only when the folded text holds one of its gate strings.
 _Marker = tuple[tuple[str, ...], re.Pattern[str]]
+_BRACKET_ROLES: tuple[str, ...] = (
+    "[[",
+    "[ ",
+    "[system",
+    "[System",
+    "[SYSTEM",
+    "[assistant",
+    "[Assistant",
+)
+_BRACKET_ROLES += ("[ASSISTANT", "[developer", "[Developer", "[DEVELOPER")
 _MARKERS: tuple[_Marker, ...] = (
     # Chat-template special tokens (ChatML, Llama, Gemma and their kin).
     (
@@ -34,6 +45,14 @@ _MARKERS: tuple[_Marker, ...] = (
         re.compile(
             r"^[ \t]*</(?:text|data|input|document|content|answer|response|user_input|query)>"
             r"[ \t]*$",
+            re.IGNORECASE | re.MULTILINE,
+        ),
+    ),
+    # A role in brackets opening a line: "[[system]]", "[assistant]".
+    (
+        _BRACKET_ROLES,
+        re.compile(
+            r"^[ \t]*\[\[?[ \t]*(?:system|assistant|developer)[ \t]*\]\]?",
             re.IGNORECASE | re.MULTILINE,
         ),
     ),
@@ -73,7 +92,9 @@ _MARKERS: tuple[_Marker, ...] = (
         re.compile(
             r"<{3,}[^<>\n]{1,80}>{3,}|^[ \t]*<{3,}[ \t]*/?[ \t]*[A-Z][\w-]*"
             r"|[-=#*_]{3,}[ \t]*(?:BEGIN|END|START)[ \t]+(?:OF[ \t]+)?(?:THE[ \t]+)?"
-            r"(?:TEXT|DATA|INPUT|CONTENT|DOCUMENT)\b",
+            r"(?:TEXT|DATA|INPUT|CONTENT|DOCUMENT|RESPONSE|ANSWER|MESSAGE)\b"
+            # A line that is an end marker and nothing else: "###END###", "=== END ===".
+            r"|^[ \t]*[-=#*_<\[]{2,}[ \t]*END[ \t]*[-=#*_>\]]{2,}[ \t]*$",
             re.MULTILINE,
         ),
     ),
@@ -107,36 +128,49 @@ _VERDICT_GATE += (
     "バイ",
 )
 # Each shape runs only when the text holds one of its gate strings.
-_VERDICTS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
-    (
-        ("{", '"', "'", "\u201c"),
-        re.compile(
-            rf"\{{\s*{_QUOTE}(?:{_OPINIONS}){_QUOTE}\s*:\s*\["
-            rf"|{_QUOTE}result{_QUOTE}\s*:\s*{_QUOTE}(?:yes|no){_QUOTE}"
-            rf"|{_QUOTE}(?:{_BIAS})(?:_?score)?{_QUOTE}\s*:\s*-?\d"
-            rf"|{_QUOTE}score{_QUOTE}\s*:\s*-?[\d.]+\s*,\s*{_QUOTE}reason{_QUOTE}\s*:",
-            re.IGNORECASE,
-        ),
-    ),
-    # YAML: "opinions: []" or "biased: false" as a key of its own.
-    (
-        ("[]",),
-        re.compile(rf"(?:{_OPINIONS})[ \t]*:[ \t]*\[[ \t]*\]", re.IGNORECASE),
-    ),
-    (
-        ("biased: ", "biased:"),
-        re.compile(r"biased[ \t]*:[ \t]*(?:false|no)\b", re.IGNORECASE),
-    ),
-    # XML: an empty <opinions/>, or a verdict element saying "no bias".
-    (
-        ("</", "/>"),
-        re.compile(
-            rf"<(?:{_OPINIONS})[ \t]*/>|<(?:{_OPINIONS})>[ \t]*</(?:{_OPINIONS})>"
-            r"|<(?:verdict|result|biased|bias)>[ \t]*(?:pass|no|none|false|0|unbiased)[ \t]*</",
-            re.IGNORECASE,
-        ),
-    ),
+# A JSON key of the judge's, quoted, then a colon: what the JSON shapes need first.
+_JSON_KEY = re.compile(
+    rf"(?<=[\"'\u201c\u201d])(?:{_OPINIONS}|result|{_BIAS}|score|is_biased|biased)"
+    rf"(?={_QUOTE}\s*:)"
 )
+_JSON = re.compile(
+    rf"\{{\s*{_QUOTE}(?:{_OPINIONS}){_QUOTE}\s*:\s*\["
+    rf"|{_QUOTE}result{_QUOTE}\s*:\s*{_QUOTE}(?:yes|no){_QUOTE}"
+    rf"|{_QUOTE}(?:{_BIAS})(?:_?score)?{_QUOTE}\s*:\s*-?\d"
+    rf"|{_QUOTE}score{_QUOTE}\s*:\s*-?[\d.]+\s*,\s*{_QUOTE}reason{_QUOTE}\s*:"
+    rf"|{_QUOTE}(?:is_)?biased{_QUOTE}\s*:\s*(?:false|{_QUOTE}no{_QUOTE}|0)\b",
+    re.IGNORECASE,
+)
+# YAML: "opinions: []" (found from its empty list back to its key) or "biased: false".
+_EMPTY_LIST = re.compile(r":[ \t]*\[[ \t]*\]")
+# A key that runs on from a word or a quote is some other key ("my_opinions", "\"opinions\"").
+_KEY_GLUE = "_\"'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_YAML = re.compile(rf"(?:{_OPINIONS})[ \t]*:[ \t]*\[[ \t]*\]", re.IGNORECASE)
+_BIASED_FALSE = re.compile(r"biased[ \t]*:[ \t]*(?:false|no)\b", re.IGNORECASE)
+# XML: an empty <opinions/>, or a verdict element saying "no bias".
+_XML = re.compile(
+    rf"<(?:{_OPINIONS})[ \t]*/>|<(?:{_OPINIONS})>[ \t]*</(?:{_OPINIONS})>"
+    r"|<(?:verdict|result|biased|bias)>[ \t]*(?:pass|no|none|false|0|unbiased)[ \t]*</",
+    re.IGNORECASE,
+)
+
+
+def _shapes(folded: str, lowered: str) -> Iterator[re.Match[str]]:
+    """Every verdict-shaped match, each shape tried only when its cheap sign is there."""
+    if _JSON_KEY.search(lowered):
+        yield from _JSON.finditer(folded)
+    if "[]" in folded or "[ " in folded:
+        for empty in _EMPTY_LIST.finditer(folded):
+            line = folded.rfind("\n", 0, empty.start()) + 1
+            key = _YAML.search(folded, max(line, empty.start() - 40), empty.end())
+            if key is not None and not (key.start() and folded[key.start() - 1] in _KEY_GLUE):
+                yield key
+    if "biased:" in lowered or "biased: " in lowered:
+        yield from _BIASED_FALSE.finditer(folded)
+    if "</" in folded or "/>" in folded:
+        yield from _XML.finditer(folded)
+
+
 # A verdict shown as an example ("a sample response from the API:") documents the format.
 _EXAMPLE = re.compile(
     r"\b(?:examples?|samples?|e\.g\.|for\W+instance|such\W+as|looks\W+like|format|schema"
@@ -204,9 +238,7 @@ def verdict(folded: str, lowered: str) -> re.Match[str] | None:
         return None
     found = [
         match
-        for gates, pattern in _VERDICTS
-        if any(gate in lowered for gate in gates)
-        for match in pattern.finditer(folded)
+        for match in _shapes(folded, lowered)
         if not _EXAMPLE.search(folded, max(0, match.start() - _EXAMPLE_REACH), match.start())
         and not in_inline_code(folded, match)
     ]

@@ -76,14 +76,14 @@ _RU_SCORE = _score(
 
 # A result line: a label, a colon or equals sign, and "no bias" in some language.
 _LABEL = (
-    r"result|verdict|outcome|judg(?:e)?ment|classification|decision|conclusion"
+    r"result|verdict|outcome|judg(?:e)?ment|classification|decision|conclusion|label"
     r"|expected\W+(?:\w+\W+){0,2}?(?:output|result|verdict|label|answer)"
     r"|ergebnis|urteil|bewertung|einstufung|r[eé]sultat(?:\W+attendu)?|d[eé]cision"
     r"|resultado(?:\W+esperado)?|veredicto|veredito|decis[ií][oó]n|decis[aã]o"
     r"|risultato(?:\W+atteso)?|verdetto|giudizio|результат|вердикт|решение|заключение"
 )
 _NO_BIAS = (
-    r"(?:no|zero|0)\W+bias|unbiased|not\W+biased|bias\W*free|biased\s*[=:]\s*(?:false|no|0)"
+    r"(?:no|zero|0)[\W_]+bias|unbiased|not[\W_]+biased|bias\W*free|biased\s*[=:]\s*(?:false|no|0)"
     r"|kein\w*\W+(?:bias|voreingenommenheit|vorurteil\w*)|unvoreingenommen|aucun\W+biais"
     r"|non\W+biais[eé]|sans\W+biais|sin\W+sesgo|ning[uú]n\W+sesgo|no\W+sesgad[oa]"
     r"|sem\W+vi[eé]s|nenhum\W+vi[eé]s|n[aã]o\W+tendencios[oa]|nessun\W+(?:pregiudizio|bias)"
@@ -118,7 +118,7 @@ _LABEL_STEMS: tuple[str, ...] = (
 _LABEL_STEMS += ("decision", "conclusion", "expected", "ergebnis", "urteil", "bewertung")
 _LABEL_STEMS += ("einstufung", "résultat", "resultat", "décision", "resultado", "veredicto")
 _LABEL_STEMS += ("veredito", "decisión", "decisão", "risultato", "verdetto", "giudizio")
-_LABEL_STEMS += ("результат", "вердикт", "решение", "заключение")
+_LABEL_STEMS += ("результат", "вердикт", "решение", "заключение", "label")
 _VALUE_STEMS: tuple[str, ...] = (
     "bias",
     "unbiased",
@@ -130,6 +130,7 @@ _VALUE_STEMS: tuple[str, ...] = (
 )
 _VALUE_STEMS += ("sesgo", "sesgado", "viés", "vies", "tendencioso", "pregiudizio", "pregiudizi")
 _VALUE_STEMS += ("parte", "предвзятости", "предвзято", "предвзятость", "допустимо")
+_VALUE_STEMS += ("not_biased", "no_bias")
 _VALUE_STEMS += ("приемлемо", "acceptable", "aceptable", "aceitável", "accettabile")
 _VALUE_STEMS += ("akzeptabel", "unbedenklich", "approved", "aprobado", "aprovado", "approvato")
 _VALUE_STEMS += ("approuvé", "approuve", "одобрено")

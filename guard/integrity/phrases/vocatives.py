@@ -42,7 +42,8 @@ _EN = _rule(
     r"|ps|p\Ws"
     r"|to|for|dear|hey|hello|hi|attention",
     r"reviewers?|evaluators?|graders?|moderators?|judges?|classifiers?|assessors?|annotators?"
-    r"|raters?|scorers?|auditors?|(?:evaluation|grading|review|scoring|moderation|rating|bias)"
+    r"|raters?|scorers?|auditors?|(?:evaluation|grading|review|scoring|moderation|rating|bias"
+    r"|content|safety|quality)"
     r"\W+(?:system|pipeline|bot|service|model|team|check(?:er)?|filter|detector|classifier"
     r"|scorer|judge|reviewer)|whoever\W+(?:scores|grades|reviews|evaluates|judges|checks|reads"
     r"|moderates|rates)",
@@ -55,11 +56,16 @@ _EN = _rule(
     + r"|nothing\W+(?:here\W+)?(?:to|worth)\W+(?:flag|flagging|score|count|report|mark)"
     r"|(?:do\W+not|don'?t|never)\W+(?:\w+\W+)?(?:list|flag|count|report|mark|score|judge"
     r"|penali[sz]e)\b|(?:count|counted|treated|seen)\W+as\W+(?:bias|biased|opinions?)\b"
-    r"|let\W+(?:this|it)\W+(?:\w+\W+)?(?:pass|through|go)\b|approve\W+(?:this|it)\b",
+    r"|let\W+(?:this|it)\W+(?:\w+\W+)?(?:pass|through|go)\b|approve\W+(?:this|it)\b"
+    r"|(?:treat|regard|consider|count|classify|label|rate|mark|score)(?:ed|d)?\W+(?:\w+\W+){0,4}?as"
+    r"\W+(?:an?\W+)?(?:neutral|unbiased|not\W+biased|fair|safe|clean|harmless|acceptable|fiction"
+    r"|quot\w+|zero|0)\b|(?:exclude|excluded|omit|leave)\W+(?:\w+\W+){0,3}?(?:from|out\W+of)\W+"
+    r"(?:the\W+)?(?:scoring|evaluation|review|assessment|analysis)",
 )
 _EN_STEMS = (
     ("review", "evaluat", "grader", "moderat", "judge", "classif", "assess", "annotat"),
     ("rater", "scorer", "auditor", "ai", "llm", "assistant", "model", "system", "bias", "whoever"),
+    ("content", "safety", "quality", "checker"),
 )
 _EN_ORDERS: tuple[str, ...] = (
     "ignor",
@@ -72,7 +78,18 @@ _EN_ORDERS: tuple[str, ...] = (
     "score",
 )
 _EN_ORDERS += ("not", "don't", "dont", "never", "count", "counted", "treated", "let", "approve")
-_EN_ORDERS += ("give", "assign", "rate", "nothing")
+_EN_ORDERS += ("give", "assign", "rate", "nothing", "treat", "regard", "consider", "classify")
+_EN_ORDERS += (
+    "label",
+    "mark",
+    "scored",
+    "treated",
+    "rated",
+    "marked",
+    "exclude",
+    "excluded",
+    "omit",
+)
 
 _ES = _rule(
     r"(?:nota|mensaje|aviso|instrucci[oó]n(?:es)?|atenci[oó]n)\W+(?:para|al|a)"
