@@ -21,6 +21,11 @@ INJECTIONS = [sample for sample in ATTACKS if sample.family == "injection"]
 EXPECTING = [sample for sample in ATTACKS if sample.expect_tamper]
 LANGUAGES = {"en", "es", "fr", "de", "pt", "it", "ru", "zh", "ja"}
 STYLES = {"instruction", "format_forgery", "role_forgery", "section_close"}
+# Written after the first held-out corpus showed the ways of addressing the judge it missed.
+STYLES |= {"already_approved", "authority_claim", "claimed_quotation", "fiction_claim"}
+STYLES |= {"forged_verdict_line", "grader_note", "moderator_note", "polite_appeal", "split_lines"}
+STYLES |= {"requested_score", "requested_verdict", "test_data_claim", "all_caps_command"}
+STYLES |= {"html_comment", "code_fence", "xml_verdict", "yaml_verdict"}
 
 
 def _kinds(text: str) -> set[str]:
