@@ -76,7 +76,8 @@ _Step = tuple[Normalisation, Callable[[str], str]]
 _CHARACTER_STEPS: tuple[_Step, ...] = (("nfkc", nfkc), ("bidi", resolve), ("invisible", reveal))
 # A fold can make a new word for another ("W 0 m e n" -> "W0men" -> "Women"): the word
 # steps run again while they change something, a few rounds at most.
-_WORD_ROUNDS = 3
+_WORD_ROUNDS = 4
+_REVEAL_STEPS = (_CHARACTER_STEPS[0], _CHARACTER_STEPS[2])
 _WORD_STEPS: tuple[_Step, ...] = (
     ("spacing", join_spaced),
     ("confusables", fold),
@@ -113,7 +114,9 @@ def judged_view(text: str) -> JudgedView:
         folded = _run(_WORD_STEPS, view, applied)
         if folded is view:
             break
-        view = folded
+        # A folded letter may leave a mark or selector that only an emoji could keep
+        # ("0\ufe0f" is one; "O\ufe0f" is not), and its going may join two words.
+        view = _run(_REVEAL_STEPS, folded, applied)
     if not applied:
         return JudgedView(text, ())
     view = _run(_CHARACTER_STEPS[:1], view, applied)
