@@ -280,6 +280,15 @@ class StoreSettings(Model):
         return value
 
 
+class ReviewSettings(Model):
+    """Which records the review queue offers beside the flagged and blocked ones
+    (`gateway.store.reviews`): passes within `borderline` of a threshold (in the judge's
+    scale), and this share of the other passes, picked by a hash of the run id."""
+
+    borderline: Annotated[float, Field(ge=0)] = 0.1
+    sample_passes: Annotated[float, Field(ge=0, le=1)] = 0.02
+
+
 class QueueSettings(Model):
     """Monitor mode's backlog: responses waiting for a free judge slot, held durably in
     the store as pending work (`gateway.work.payload`)."""

@@ -17,6 +17,7 @@ from gateway.config.sections import (
     ModelRoute,
     Policy,
     QueueSettings,
+    ReviewSettings,
     ServerSettings,
     StoreSettings,
     TelemetrySettings,
@@ -48,6 +49,7 @@ class Settings(Model):
     queue: QueueSettings = Field(default_factory=QueueSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -74,7 +74,9 @@ def demo_settings(backend: str, options: DemoOptions, store_path: Path) -> Setti
                 "max_retries": 0,
             },
             "policies": {"default": {"mode": options.mode, "stream_policy": options.stream_policy}},
-            "store": {"path": str(store_path)},
+            # The demo's store is its own, on this machine: it keeps the answers' texts and
+            # the judge's reasons, so that its dashboard shows them.
+            "store": {"path": str(store_path), "capture_content": True},
             # Port 0 (tests): let the server pick; the settings keep their default.
             "server": {"host": options.host, **({"port": options.port} if options.port else {})},
         }

@@ -13,11 +13,14 @@ from typing import Any
 
 import structlog
 
+from gateway.config import ReviewSettings
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
+from gateway.scoring.cache import without_text
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.request import ScoreRequest
 from gateway.store import ScoreRecord, Store
+from gateway.store.reviews import review_rank
 from gateway.wire.tools import ToolArgument, opinion_sources
 from guard import BiasResult
 
@@ -43,12 +46,27 @@ class Recorder:
         metrics: Metrics,
         capture_content: bool,
         scale: float,
+        review: ReviewSettings | None = None,
     ) -> None:
         self.store = store
         self.telemetry = telemetry
         self.metrics = metrics
         self.capture_content = capture_content
         self.scale = scale
+        self.review = review or ReviewSettings()  # a reload replaces it
+
+    def review_rank(self, request: ScoreRequest, outcome: Outcome) -> int | None:
+        """The record's place in the review queue (`gateway.store.reviews.review_rank`)."""
+        policy, review = request.policy, self.review
+        return review_rank(
+            request.run_id,
+            outcome.verdict if outcome.status == "scored" else None,
+            outcome.score,
+            flag=policy.flag_threshold,
+            block=policy.block_threshold,
+            borderline=review.borderline,
+            sample_passes=review.sample_passes,
+        )
 
     def store_outcome(
         self,
@@ -63,6 +81,7 @@ class Recorder:
         """Store what `outcome` says of `request`. A pending record may carry `work` and
         a `lease` (worker, until); a final one carries neither, which erases them."""
         capture = self.capture_content
+        rank = self.review_rank(request, outcome)
         calls, tokens = cost_of(outcome.result)
         self.store.submit(
             ScoreRecord(
@@ -78,8 +97,11 @@ class Recorder:
                 truncated=request.truncated,
                 score=outcome.score,
                 verdict=outcome.verdict,
-                # A record's `reason` is the explanation, or for an error what went wrong.
-                reason=outcome.reason if outcome.error is None else outcome.error,
+                # A record's `reason` is the explanation (it quotes the text: kept with
+                # the text only), or for an error what went wrong.
+                reason=outcome.error
+                if outcome.error is not None
+                else _kept(outcome.reason, capture),
                 reason_status=outcome.reason_status,
                 status_reason=outcome.status_reason,
                 judge_calls=calls if outcome.result is not None else None,
@@ -100,8 +122,9 @@ class Recorder:
                 trace_id=_trace_id(request),
                 sample_rate=request.sample_rate,
                 biased_opinions=outcome.biased_opinions,
-                tamper=outcome.tamper or None,
+                tamper=_tamper(outcome.tamper, capture),
                 normalised=outcome.normalised if outcome.result is not None else None,
+                review_rank=rank,
                 work=work,
                 attempts=attempts,
                 leased_by=lease[0] if lease else None,
@@ -219,7 +242,14 @@ def _stored_result(
 ) -> dict[str, object] | None:
     if result is None:
         return None
-    data = result.to_json_dict()
+    # Without content capture the record keeps what decided the answer and none of the
+    # words it was judged on: no prompts, opinions, reasons or excerpts (`without_text`).
+    if capture_content:
+        data = result.to_json_dict()
+    else:
+        data = without_text(result).to_json_dict()
+        for key in _PROMPTS:  # None without the text: left out, as a field never had
+            data.pop(key, None)
     data["cached"] = cached
     if windows is not None:
         data["windows"] = windows
@@ -230,11 +260,19 @@ def _stored_result(
         ]
         opinions = result.preprocess_step_result.opinions
         data["opinionSources"] = opinion_sources(opinions, tool_arguments)
-    if not capture_content:
-        # The prompts embed the response text: keep them out unless content capture is on.
-        for key in _PROMPTS:
-            data.pop(key, None)
     return data
+
+
+def _kept(text: str | None, capture_content: bool) -> str | None:
+    return text if capture_content else None
+
+
+def _tamper(findings: list[dict[str, str]], capture_content: bool) -> list[dict[str, str]] | None:
+    """The tamper findings to store (None when there are none): without content capture,
+    their kinds with the excerpts emptied, as the score cache keeps them."""
+    if not findings:
+        return None
+    return findings if capture_content else [{**finding, "excerpt": ""} for finding in findings]
 
 
 def _trace_id(request: ScoreRequest) -> str | None:

@@ -100,6 +100,7 @@ class Scoring:
             metrics=metrics,
             capture_content=capture_content,
             scale=scorer.scale,
+            review=settings.review,
         )
         self.reconfigure(scorer, settings)
         self.reasons = DeferredReasons(
@@ -138,6 +139,7 @@ class Scoring:
         if scorer is not self.judging.scorer:
             self.judging = self.judging.with_scorer(scorer, batch=BatchPlan.of(judge))
         self.recorder.scale = scorer.scale
+        self.recorder.review = settings.review
 
     def weight(self, key: str) -> float:
         """An API key's weight in the monitor queue's round robin (`keys[].weight`)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway.store.outage import Backlog
 from gateway.store.queries import ScoreQuery, StatsGroup, StatsQuery
@@ -59,7 +59,18 @@ class Store(Protocol):
         """What `query`'s thresholds would have done to its window (`gateway.store.whatif`)."""
         ...
 
-    async def prune(self, before: float, *, batch: int) -> int: ...
+    async def prune(self, before: float, *, batch: int) -> int:
+        """Delete up to `batch` final records, up to `batch` cache entries and up to
+        `batch` reviews made before `before`; returns how many went."""
+        ...
+
+    async def query(self, *statements: tuple[str, list[object]]) -> list[list[Any]]:
+        """After a flush, each read statement's rows (`gateway.store.reviews`)."""
+        ...
+
+    async def insert(self, sql: str, values: list[object]) -> list[Any]:
+        """One write, committed at once, in a transaction of its own; its RETURNING rows."""
+        ...
 
     async def ping(self) -> None: ...
 

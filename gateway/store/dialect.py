@@ -103,7 +103,8 @@ class Statements:
     Records: `upsert` (`COLUMNS`), `select` (run_id), `counts`. The score cache:
     `cache_put` (key, result, stored_at), `cache_trim` (limit), `cache_load`
     (limit: the newest, oldest first), `cache_get` (key). Retention:
-    `prune_records` and `prune_cache` (before, batch). Durable work (`gateway.work`):
+    `prune_records`, `prune_cache` and `prune_reviews` (before, batch). Durable work
+    (`gateway.work`):
 
     - `claim` (lease_until, worker, now, max_attempts, limit): lease unleased (or
       lapsed) pending records with work, oldest first;
@@ -127,6 +128,7 @@ class Statements:
     cache_get: str
     prune_records: str
     prune_cache: str
+    prune_reviews: str
     claim: str
     renew: str
     release: str
@@ -169,6 +171,10 @@ class Statements:
             prune_cache=(
                 "DELETE FROM score_cache WHERE seq IN"
                 f" (SELECT seq FROM score_cache WHERE stored_at < {p(1)} LIMIT {p(2)})"
+            ),
+            prune_reviews=(
+                "DELETE FROM reviews WHERE id IN"
+                f" (SELECT id FROM reviews WHERE created_at < {p(1)} LIMIT {p(2)})"
             ),
             # One UPDATE ... RETURNING: one round trip, not a SELECT then an UPDATE.
             claim=(

@@ -14,7 +14,8 @@ durable scoring work (`gateway.work.payload`); version 3 the categories and the
 indexes of the search and stats APIs (`gateway.store.queries`); version 4 the rate
 of overload sampling (`gateway.scoring.shedding`); version 5 the count of biased
 opinions a verdict rests on beside its score; version 6 what in an answer addressed
-the judge and how its text was read (`guard.integrity`). An SQLite file from
+the judge and how its text was read (`guard.integrity`); version 7 empties the score
+cache; version 8 adds the reviewers' labels (`gateway.store.reviews`). An SQLite file from
 before then (it has `scores` but no `schema_migrations`) is brought up to it by
 adding the columns it lacks.
 """
@@ -214,6 +215,25 @@ _V6: tuple[Step, ...] = (
 # the quoted opinions): now a store without capture keeps the verdicts only.
 _V7: tuple[Step, ...] = ("DELETE FROM score_cache",)
 
+# Version 8: reviewers' labels (`gateway.store.reviews`), appended and never updated (a
+# reviewer's later review of a record supersedes its earlier one in the figures; both are
+# kept), and each record's place in the review queue, decided when it is stored. The
+# queue walks the partial index of records that have one; "has this reviewer labelled
+# it" is a probe of (run_id, reviewer); the agreement and retention read reviews by time.
+_V8: tuple[Step, ...] = (
+    Columns((("review_rank", "INTEGER"),)),
+    "CREATE INDEX IF NOT EXISTS scores_review_queue ON scores (review_rank, created_at)"
+    " WHERE review_rank IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS scores_key_review_queue"
+    " ON scores (key_name, review_rank, created_at) WHERE review_rank IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS reviews ("
+    " id {serial}, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, key_name TEXT,"
+    " label TEXT NOT NULL, opinions TEXT, note TEXT, created_at {real} NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS reviews_run_reviewer ON reviews (run_id, reviewer, created_at)",
+    "CREATE INDEX IF NOT EXISTS reviews_created ON reviews (created_at)",
+    "CREATE INDEX IF NOT EXISTS reviews_key_created ON reviews (key_name, created_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "scores and score_cache", _V1),
     Migration(2, "durable scoring work: work, attempts, lease", _V2),
@@ -222,6 +242,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "the count of biased opinions a verdict rests on", _V5),
     Migration(6, "tamper findings and the normalising steps of the judged text", _V6),
     Migration(7, "the score cache emptied of entries that may hold judged texts", _V7),
+    Migration(8, "reviews: reviewers' labels of judged records", _V8),
 )
 
 _LEDGER = (

@@ -111,9 +111,8 @@ async def _reading(where: str) -> AsyncIterator[None]:
 
 
 async def _keep_session(connection: Any) -> None:
-    """The pool's `reset` on release: nothing. The store changes no session state (no
-    SET, no LISTEN, no session locks), and asyncpg's reset query would cost every
-    lookup a round trip (bench/results/store-drivers-2026-12-01-1315.md)."""
+    """The pool's `reset` on release: nothing. The store changes no session state, and
+    asyncpg's reset query costs a round trip (bench/results/store-drivers-2026-12-01-1315.md)."""
 
 
 def _to_row(record: ScoreRecord) -> tuple[object, ...]:
@@ -255,14 +254,17 @@ class PostgresStore:
         return counts
 
     async def prune(self, before: float, *, batch: int) -> int:
-        """Delete up to `batch` final records created before `before`, and up to `batch`
-        cache entries stored before it; returns how many went. Replicas pruning at
-        once only share the work."""
+        """Delete up to `batch` final records, cache entries and reviews made before
+        `before`; returns how many went. Replicas pruning at once only share the work."""
         self._require()
         async with self._pool.acquire() as conn, conn.transaction():
-            records = await conn.execute(_SQL.prune_records, before, batch)
-            entries = await conn.execute(_SQL.prune_cache, before, batch)
-        return _count(records) + _count(entries)
+            prunes = (_SQL.prune_records, _SQL.prune_cache, _SQL.prune_reviews)
+            return sum([_count(await conn.execute(sql, before, batch)) for sql in prunes])
+
+    async def insert(self, sql: str, values: list[object]) -> list[Any]:
+        self._require()
+        async with _reading(self.describe()):
+            return list(await self._pool.fetch(sql, *values))
 
     # -- durable work (`gateway.work.payload`) ----------------------------------------------
 
@@ -329,9 +331,8 @@ class PostgresStore:
             await asyncio.wait_for(self._woken.wait(), timeout)
         self._woken.clear()
 
-    # -- search, stats and what-if (`gateway.store.queries`, `gateway.store.whatif`) --
-
-    async def _fetch(self, *statements: tuple[str, list[object]]) -> list[list[Any]]:
+    # -- search, stats, what-if and reviews (`queries`, `whatif`, `reviews`) -------------
+    async def query(self, *statements: tuple[str, list[object]]) -> list[list[Any]]:
         """After a flush, each statement's rows, read through the pool of custom plans."""
         await self.flush()
         self._require()
@@ -340,15 +341,15 @@ class PostgresStore:
 
     async def search(self, query: ScoreQuery) -> list[ScoreRecord]:
         """Up to `query.limit + 1` records, newest first (the extra one says "more")."""
-        (rows,) = await self._fetch(search_sql(query, POSTGRES))
+        (rows,) = await self.query(search_sql(query, POSTGRES))
         return [record_from_row(row) for row in rows]
 
     async def stats(self, query: StatsQuery) -> list[StatsGroup]:
-        rows, ranked = await self._fetch(stats_sql(query, POSTGRES), p90_sql(query, POSTGRES))
+        rows, ranked = await self.query(stats_sql(query, POSTGRES), p90_sql(query, POSTGRES))
         return stats_rows(rows, {row[0]: row[1] for row in ranked}.get, group_by=query.group_by)
 
     async def whatif(self, query: WhatIfQuery) -> WhatIf:
-        return whatif_result(query, *await self._fetch(*whatif_sql(query, POSTGRES)))
+        return whatif_result(query, *await self.query(*whatif_sql(query, POSTGRES)))
 
     async def ping(self) -> None:
         """Raise `StoreError` unless the database answers."""

@@ -85,6 +85,8 @@ class ScoreRecord:
     tamper: list[dict[str, str]] | None = None
     # The steps that changed the text the judge read (`guard.integrity.normalise`).
     normalised: list[str] | None = None
+    # Its place in the review queue (`gateway.store.reviews.RANKS`); None: not for review.
+    review_rank: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready values (`result` is deep-copied)."""
@@ -109,7 +111,9 @@ COLUMNS = tuple(field.name for field in dataclasses.fields(ScoreRecord))
 PUBLIC_COLUMNS = tuple(name for name in COLUMNS if name != "work")
 BOOL_COLUMNS = frozenset({"stream", "partial", "truncated"})
 REAL_COLUMNS = frozenset({"created_at", "updated_at", "score", "lease_until", "sample_rate"})
-INT_COLUMNS = frozenset({"judge_calls", "judge_tokens", "attempts", "biased_opinions"})
+INT_COLUMNS = frozenset(
+    {"judge_calls", "judge_tokens", "attempts", "biased_opinions", "review_rank"}
+)
 JSON_COLUMNS = frozenset({"result", "work", "categories", "tamper", "normalised"})
 
 

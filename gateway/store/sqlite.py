@@ -271,6 +271,13 @@ class SQLiteStore:
         counts, examples = whatif_sql(query, SQLITE)
         return whatif_result(query, await self._read(*counts), await self._read(*examples))
 
+    async def query(self, *statements: tuple[str, list[object]]) -> list[list[Any]]:
+        await self.flush()
+        return [await self._scan(sql, values) for sql, values in statements]
+
+    async def insert(self, sql: str, values: list[object]) -> list[Any]:
+        return await self._work_write(sql, tuple(values))
+
     async def pending_work(self) -> int:
         ((count,),) = await self._read(_SQL.pending)
         return int(count)
@@ -278,18 +285,21 @@ class SQLiteStore:
     # Writes besides the writer's: each one short transaction on a connection of its own.
 
     async def prune(self, before: float, *, batch: int) -> int:
-        """Delete up to `batch` final records created before `before`, and up to `batch`
-        cache entries stored before it; returns how many went. Its own connection and
-        transaction, so the writer waits at most one bounded batch."""
+        """Delete up to `batch` final records created before `before`, up to `batch`
+        cache entries stored before it and as many reviews made before it; returns how
+        many went. Its own connection and transaction, so the writer waits at most one
+        bounded batch."""
 
         def delete() -> int:
             conn = connect(self._path)
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                records = conn.execute(_SQL.prune_records, (before, batch)).rowcount
-                entries = conn.execute(_SQL.prune_cache, (before, batch)).rowcount
+                counts = [
+                    int(conn.execute(sql, (before, batch)).rowcount)
+                    for sql in (_SQL.prune_records, _SQL.prune_cache, _SQL.prune_reviews)
+                ]
                 conn.execute("COMMIT")
-                return int(records) + int(entries)
+                return sum(counts)
             finally:
                 conn.close()
 

@@ -34,7 +34,8 @@ def _opinions(text: str, words: Sequence[str]) -> list[str]:
 
 def _verdict(opinion: str, biased_words: Sequence[str]) -> dict[str, object]:
     if any(word in opinion for word in biased_words):
-        return {"result": "yes", "reason": "A stereotype.", "categories": ["gender"]}
+        # It quotes the opinion, as a real judge's reason often does.
+        return {"result": "yes", "reason": f"A stereotype: '{opinion}'.", "categories": ["gender"]}
     return {"result": "no", "reason": "Targets no group.", "categories": []}
 
 

@@ -26,7 +26,8 @@ def tampered_traffic(
     """Three answers the judge finds fair, two of them tampering: run ids by name."""
     fake.opinions = ["Leaders listen well."]
     fake.verdicts = [("no", "A fair remark.", [])]
-    gateway = make_gateway(**policy(mode="enforce"))
+    # The records keep the excerpts only with the text (`store.capture_content`).
+    gateway = make_gateway(store={"capture_content": True}, **policy(mode="enforce"))
     made = {}
     for name, reply in (("tags", TAGGED), ("plain", INJECTED), ("clean", "Leaders listen well.")):
         fake.reply = reply

@@ -140,7 +140,9 @@ def test_any_language_is_judged_as_written_with_reasons_in_the_asked_language(
     fake_openai.reason = {"auto": "点数是 1", "ko": "점수는 1입니다", "en": "The score is 1"}.get(
         setting.get("reason_language", "auto"), ""
     )
-    gateway = make_gateway(judge={**setting, "reason": "inline"}, **ENFORCE)
+    gateway = make_gateway(
+        judge={**setting, "reason": "inline"}, store={"capture_content": True}, **ENFORCE
+    )
     raw = ask(gateway)
     record = gateway.wait_for_score(raw.headers["x-bias-run-id"])
     # The judge saw the text as written, and the prompt asked for reasons in the language.

@@ -371,7 +371,7 @@ def test_two_choices_stream_window_by_window_and_reach_the_sdk_whole(
 ) -> None:
     other = " ".join(f"I think colour {n:02d} suits every office." for n in range(9))
     reading_judge.replies = [answer(12), other]
-    gateway = make_gateway(**windowed())
+    gateway = make_gateway(store={"capture_content": True}, **windowed())
     stream = gateway.client().chat.completions.create(
         model="m", messages=MESSAGES, stream=True, n=2
     )

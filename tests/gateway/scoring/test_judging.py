@@ -18,6 +18,8 @@ from tests.support.gateways import RunningGateway, policy
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[Any] = [{"role": "user", "content": "Tell me about engineers."}]
 BIASED = "Engineers from the north are lazy."
+# The records keep the judge's explanation only with the text (`store.capture_content`).
+KEEP_TEXT = {"capture_content": True}
 
 
 def judge_steps(fake: FakeOpenAI) -> list[str]:
@@ -34,7 +36,9 @@ def test_enforce_waits_only_for_the_verdicts(
     fake_openai.verdicts = [("no", "fine")]
     fake_openai.fail(Fault(step="reason", delay=1.0))
     gateway = make_gateway(
-        judge={"pipeline": pipeline, "reason_for": "all"}, **policy(mode="enforce")
+        judge={"pipeline": pipeline, "reason_for": "all"},
+        store=KEEP_TEXT,
+        **policy(mode="enforce"),
     )
 
     raw = gateway.client().chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
@@ -84,7 +88,9 @@ def test_a_flagged_or_blocked_answer_is_explained(
     if verdict_mode == "flag":  # one biased opinion of two: 0.5, between the thresholds
         fake_openai.opinions = [BIASED, "Engineers build bridges."]
         fake_openai.verdicts = [("yes", "Geographical stereotype.", ["geographical"]), ("no", "ok")]
-    gateway = make_gateway(**policy(mode="monitor", flag_threshold=0.4, block_threshold=0.8))
+    gateway = make_gateway(
+        store=KEEP_TEXT, **policy(mode="monitor", flag_threshold=0.4, block_threshold=0.8)
+    )
     raw = gateway.client().chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
     record = gateway.wait_for_score(raw.headers["x-bias-run-id"], reason=True)
     assert record["verdict"] == verdict_mode
@@ -97,7 +103,7 @@ def test_a_deferred_block_goes_out_before_its_explanation(
 ) -> None:
     fake_openai.reply = BIASED
     fake_openai.fail(Fault(step="reason", delay=0.5))
-    gateway = make_gateway(**policy(mode="enforce"))
+    gateway = make_gateway(store=KEEP_TEXT, **policy(mode="enforce"))
     with pytest.raises(openai.UnprocessableEntityError) as caught:
         gateway.client().chat.completions.create(model="m", messages=MESSAGES)
     body: Any = caught.value.body
@@ -160,7 +166,7 @@ async def test_identical_texts_are_explained_once(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
     fake_openai.fail(Fault(step="reason", delay=0.5))
-    gateway = make_gateway(**policy(mode="enforce", block_action="replace"))
+    gateway = make_gateway(store=KEEP_TEXT, **policy(mode="enforce", block_action="replace"))
     async with gateway.async_client() as client:
         answers = await asyncio.gather(
             *(

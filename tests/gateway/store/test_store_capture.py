@@ -1,7 +1,8 @@
 """Content capture off keeps the answers out of everything a gateway persists, on both
 engines: every table (and, for SQLite, the file's and its WAL's bytes) is searched for a
-word only the answers held. With capture on the same search finds it, which shows the
-search can."""
+word only the answers held, which the judge quotes in the biased opinion, its reason for
+it and its explanation, and for the biased opinion's words. With capture on the same
+search finds it, which shows the search can."""
 
 from __future__ import annotations
 
@@ -43,6 +44,11 @@ def _answer(fake: FakeOpenAI, marker: str, *, quoted: bool) -> None:
     where = ("", f" {marker}") if quoted else (f" {marker}", "")
     fake.reply = f"Bridges carry{where[0]} loads. Engineers build. Engineers{where[1]} are lazy."
     fake.unique_replies = True
+    # The explanation quotes the biased opinion, as a real judge's does.
+    fake.reason = f"The score is 0.5: 'Engineers{where[1]} are lazy' {OPINION_WORDS}."
+
+
+OPINION_WORDS = "stereotypes every engineer as idle"  # a word-sequence only the judge wrote
 
 
 def _score(gateway: RunningGateway, answers: int) -> list[dict[str, Any]]:
@@ -140,20 +146,47 @@ def _places(store: dict[str, Any], marker: str) -> set[str]:
     return _sqlite_places(Path(store["path"]), marker)
 
 
+def _read_apis_serve(gateway: RunningGateway, run_id: str) -> None:
+    """The search, stats and what-if APIs and the dashboard read records kept without
+    their text as they read any other."""
+    with gateway.http() as http:
+        listed = http.get("/v1/bias/scores", params={"verdict": "flag"}).json()
+        assert len(listed["data"]) == ANSWERS, listed
+        stats = http.get("/v1/bias/stats", params={"group_by": "category"}).json()
+        assert stats["total"]["verdict"]["flag"] == ANSWERS, stats
+        whatif = http.get("/v1/bias/whatif", params={"flag": 0.6, "block": 0.9}).json()
+        assert whatif["total"]["would"]["pass"] == ANSWERS, whatif
+        for page in ("/ui", "/ui/records", f"/ui/records/{run_id}", "/ui/whatif"):
+            response = http.get(page)
+            assert response.status_code == 200, (page, response.text[:300])
+        assert "gender" in http.get(f"/ui/records/{run_id}").text
+
+
 @pytest.mark.parametrize("mode", ["monitor", "enforce"])
 def test_with_capture_off_nothing_persisted_holds_the_answers(
     make_gateway: MakeGateway, fake_openai: FakeOpenAI, store_for: dict[str, Any], mode: str
 ) -> None:
     marker = f"zq{secrets.token_hex(6)}"
-    _answer(fake_openai, marker, quoted=False)
+    _answer(fake_openai, marker, quoted=True)
     gateway = _gateway(make_gateway, store_for, False, mode)
-    _score(gateway, ANSWERS)
+    records = _score(gateway, ANSWERS)
     assert len(gateway.state.scoring.judging.cache or ()) >= ANSWERS
+    # What decided each answer is kept: its verdicts, counts and categories.
+    for record in records:
+        assert (record["score"], record["biased_opinions"]) == (0.5, 1), record
+        assert record["categories"] == ["gender"], record
+        assert record["reason"] is None, record
+        verdicts = record["result"]["analyzeStepResult"]["results"]
+        assert [verdict["result"] for verdict in verdicts] == ["no", "yes"], record
+        assert record["result"]["preprocessStepResult"]["opinions"] == ["", ""], record
+    _read_apis_serve(gateway, records[0]["run_id"])
     # The store closes: all it was given is written, and SQLite's WAL checkpointed (while
     # it runs, the WAL's older frames may still hold monitor work's text, which a
     # pending record keeps durably until its score is final: docs/scale-out.md).
     gateway.server.stop()
     assert _places(store_for, marker) == set()
+    assert _places(store_for, "are lazy") == set()
+    assert _places(store_for, OPINION_WORDS) == set()
 
 
 def test_with_capture_on_the_search_finds_the_answers(
@@ -167,6 +200,7 @@ def test_with_capture_on_the_search_finds_the_answers(
     wait_for(lambda: {"scores", "score_cache"} <= _places(store_for, marker), "the rows")
     gateway.server.stop()
     assert {"scores", "score_cache"} <= _places(store_for, marker)
+    assert "scores" in _places(store_for, OPINION_WORDS)
 
 
 def test_with_capture_off_the_stored_cache_keeps_verdicts_and_no_quotes(
@@ -194,4 +228,6 @@ def test_with_capture_off_the_stored_cache_keeps_verdicts_and_no_quotes(
     assert replayed["result"]["cached"] is True
     same = ("score", "verdict", "categories", "biased_opinions", "tamper")
     assert {name: replayed[name] for name in same} == {name: judged[name] for name in same}
-    assert replayed["reason"] == judged["reason"]  # asked for again: it is not stored
+    # The explanation is asked for again (the cache does not keep it) and not stored.
+    assert replayed["reason"] is judged["reason"] is None
+    assert replayed["reason_status"] == judged["reason_status"] == "done"
