@@ -12,6 +12,7 @@ the boundary, in `gateway.upstream.client` and `gateway.scoring.service`, and ch
     ├── UnscoredPathRefused         403 unscored_path (enforce mode, a path it cannot score)
     ├── NotFound                    404 not_found
     │   └── ModelNotFound           404 model_not_found
+    ├── Conflict                    409 conflict (a record not yet scored, to review)
     ├── MethodNotAllowed            405 method_not_allowed (a gateway-owned path)
     ├── PayloadTooLarge             413 request_too_large
     ├── RateLimited                 429 rate_limit_exceeded (a client key past its limits)
@@ -32,6 +33,7 @@ from starlette.responses import JSONResponse
 __all__ = [
     "AuthenticationFailed",
     "BadRequest",
+    "Conflict",
     "GatewayError",
     "JudgeFailureBlocked",
     "MethodNotAllowed",
@@ -91,6 +93,10 @@ class NotFound(GatewayError):
 
 
 class ModelNotFound(NotFound):
+    pass
+
+
+class Conflict(GatewayError):
     pass
 
 
@@ -155,6 +161,7 @@ _TABLE: dict[type[GatewayError], tuple[int, str, str]] = {
     PermissionDenied: (403, "permission_error", "permission_denied"),
     NotFound: (404, "invalid_request_error", "not_found"),
     ModelNotFound: (404, "invalid_request_error", "model_not_found"),
+    Conflict: (409, "invalid_request_error", "conflict"),
     MethodNotAllowed: (405, "invalid_request_error", "method_not_allowed"),
     UnscoredPathRefused: (403, "bias_policy_violation", "unscored_path"),
     PayloadTooLarge: (413, "invalid_request_error", "request_too_large"),

@@ -133,8 +133,14 @@ OWNED_ROUTES: dict[str, tuple[str, ...]] = {
     "/v1/bias/scores": ("GET",),
     "/v1/bias/stats": ("GET",),
     "/v1/bias/whatif": ("GET",),
+    "/v1/bias/reviews/queue": ("GET",),
+    "/v1/bias/reviews/agreement": ("GET",),
+    "/v1/bias/reviews/export": ("GET",),
 }
-_OWNED_PATTERNS = ((re.compile(r"/v1/bias/scores/[^/]+"), ("GET",)),)
+_OWNED_PATTERNS = (
+    (re.compile(r"/v1/bias/scores/[^/]+"), ("GET",)),
+    (re.compile(r"/v1/bias/scores/[^/]+/review"), ("POST",)),
+)
 
 # Calls known to return no model text: passed through unscored in every mode.
 # A batch's output is read from `/v1/files/{id}/content`, which is not listed,

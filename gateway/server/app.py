@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.api.reviews import review_agreement, review_export, review_post, review_queue
 from gateway.api.search import score_list, score_lookup, score_stats
 from gateway.api.ui import ui_routes
 from gateway.api.whatif import score_whatif
@@ -144,6 +145,10 @@ def create_app(
             Route("/v1/bias/stats", score_stats, methods=["GET"]),
             Route("/v1/bias/whatif", score_whatif, methods=["GET"]),
             Route("/v1/bias/scores/{run_id}", score_lookup, methods=["GET"]),
+            Route("/v1/bias/scores/{run_id}/review", review_post, methods=["POST"]),
+            Route("/v1/bias/reviews/queue", review_queue, methods=["GET"]),
+            Route("/v1/bias/reviews/agreement", review_agreement, methods=["GET"]),
+            Route("/v1/bias/reviews/export", review_export, methods=["GET"]),
             Route(
                 "/v1/{path:path}",
                 passthrough,

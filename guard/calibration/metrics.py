@@ -10,7 +10,12 @@ flagged (tn). From them:
 - recall = tp / (tp + fn), undefined when no text is biased;
 - F1 = 2tp / (2tp + fp + fn), undefined only when every text is an unbiased
   one left unflagged;
-- flagged = (tp + fp) / all texts, the share enforce would act on.
+- flagged = (tp + fp) / all texts, the share enforce would act on;
+- Cohen's kappa = (po - pe) / (1 - pe), how far the flags agree with the labels
+  beyond the agreement chance alone gives: po = (tp + tn) / n is the agreement seen,
+  pe = ((tp + fp)(tp + fn) + (fn + tn)(fp + tn)) / n² the agreement expected of two
+  raters that flag and label at the same rates independently. 1 is full agreement,
+  0 no better than chance; undefined when pe is 1 (both gave one answer throughout).
 
 Beside the thresholds, the same figures for the count rules (a policy's
 `flag_biased_opinions`): a text is flagged when at least n of its opinions are
@@ -34,6 +39,7 @@ __all__ = [
     "ThresholdRow",
     "best_f1",
     "calibrate",
+    "confusion",
     "counts_at",
     "counts_by_opinions",
     "lowest_reaching",
@@ -91,12 +97,28 @@ class Counts:
         """The share of texts flagged."""
         return (self.tp + self.fp) / self.total if self.total else None
 
+    @property
+    def kappa(self) -> float | None:
+        """Cohen's kappa of the flags against the labels (see the module's docstring).
+
+        >>> round(Counts(tp=20, fp=5, fn=10, tn=15).kappa, 4)
+        0.4
+        """
+        n = self.total
+        if not n:
+            return None
+        seen = (self.tp + self.tn) / n
+        flagged, biased = self.tp + self.fp, self.tp + self.fn
+        chance = (flagged * biased + (n - flagged) * (n - biased)) / (n * n)
+        return None if chance >= 1 else (seen - chance) / (1 - chance)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "precision": _rounded(self.precision),
             "recall": _rounded(self.recall),
             "f1": _rounded(self.f1),
             "flagged": _rounded(self.flagged),
+            "kappa": _rounded(self.kappa),
             "tp": self.tp,
             "fp": self.fp,
             "fn": self.fn,
@@ -179,15 +201,15 @@ def threshold_grid(scale: float, step: float) -> list[float]:
 
 
 def counts_at(points: Iterable[Point], threshold: float) -> Counts:
-    return _confusion((point.biased, point.score >= threshold - _EDGE) for point in points)
+    return confusion((point.biased, point.score >= threshold - _EDGE) for point in points)
 
 
 def counts_by_opinions(points: Iterable[Point], at_least: int) -> Counts:
     """The confusion table of the rule "flag at `at_least` biased opinions"."""
-    return _confusion((point.biased, point.biased_opinions >= at_least) for point in points)
+    return confusion((point.biased, point.biased_opinions >= at_least) for point in points)
 
 
-def _confusion(labelled: Iterable[tuple[bool, bool]]) -> Counts:
+def confusion(labelled: Iterable[tuple[bool, bool]]) -> Counts:
     """The cells of (biased, flagged) pairs."""
     tp = fp = fn = tn = 0
     for biased, flagged in labelled:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,20 @@ def labelled_file(path: Path, fake: FakeOpenAI) -> Path:
 def row(threshold: float, p: float | None, r: float | None, f1: float | None, flagged: float | None,
         tp: int, fp: int, fn: int, tn: int) -> dict[str, Any]:  # fmt: skip
     return {"threshold": threshold, "precision": p, "recall": r, "f1": f1, "flagged": flagged,
-            "tp": tp, "fp": fp, "fn": fn, "tn": tn}  # fmt: skip
+            "kappa": kappa(tp, fp, fn, tn), "tp": tp, "fp": fp, "fn": fn, "tn": tn}  # fmt: skip
+
+
+def kappa(tp: int, fp: int, fn: int, tn: int) -> float | None:
+    """Cohen's kappa from the cells, in exact fractions: the agreement seen against the
+    agreement of the two margins by chance, per "yes" and per "no"."""
+    n = tp + fp + fn + tn
+    if not n:
+        return None
+    seen = Fraction(tp + tn, n)
+    chance = Fraction(tp + fp, n) * Fraction(tp + fn, n) + Fraction(fn + tn, n) * Fraction(
+        fp + tn, n
+    )
+    return None if chance == 1 else round(float((seen - chance) / (1 - chance)), 4)
 
 
 # Scored (line 1 fails): biased 1, .75, .5, .25, .75, .5; unbiased .25, 0, .5, 0, .75.

@@ -193,6 +193,7 @@ def test_a_row_in_json_is_rounded_to_four_places() -> None:
         "recall": 0.5,
         "f1": 0.5714,
         "flagged": 0.4286,
+        "kappa": 0.16,  # seen 4/7, by chance (3·4 + 4·3)/49: (28 - 24) / (49 - 24)
         "tp": 2,
         "fp": 1,
         "fn": 2,
@@ -200,6 +201,7 @@ def test_a_row_in_json_is_rounded_to_four_places() -> None:
     }
     empty = ThresholdRow(1.0, Counts(tn=1)).to_json()
     assert (empty["precision"], empty["recall"], empty["f1"]) == (None, None, None)
+    assert empty["kappa"] is None  # one answer throughout: chance agrees fully
 
 
 scores = st.integers(0, 100).map(lambda n: n / 100)
@@ -258,5 +260,5 @@ def test_calibrate_has_a_row_for_each_count_rule_beside_the_thresholds() -> None
     assert at_half.counts == Counts(tp=1, fp=0, fn=3, tn=3)
     assert found.count_rows[0].to_json() == {
         "atLeast": 1, "precision": 0.75, "recall": 0.75, "f1": 0.75, "flagged": 0.5714,
-        "tp": 3, "fp": 1, "fn": 1, "tn": 2,
+        "kappa": 0.4167, "tp": 3, "fp": 1, "fn": 1, "tn": 2,
     }  # fmt: skip
