@@ -34,9 +34,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.api.search import parse_score_query
+from gateway.api.ui.agreement import agreement_page
 from gateway.api.ui.rendering import COOKIE, render_page, to_login
 from gateway.api.ui.rendering import gateway_of as _gateway
 from gateway.api.ui.rendering import viewer_of_cookie as _viewer
+from gateway.api.ui.review import review_form, review_page, review_script
 from gateway.api.ui.signin import login, login_form, logout
 from gateway.api.whatif import parse_whatif_query
 from gateway.domain import TAMPER_KINDS, VERDICTS
@@ -56,6 +58,10 @@ def ui_routes() -> list[Route]:
         Route("/ui/records", records, methods=["GET"]),
         Route("/ui/records/{run_id}", record, methods=["GET"]),
         Route("/ui/whatif", whatif, methods=["GET"]),
+        Route("/ui/review", review_page, methods=["GET"]),
+        Route("/ui/review", review_form, methods=["POST"]),
+        Route("/ui/review.js", review_script, methods=["GET"]),
+        Route("/ui/agreement", agreement_page, methods=["GET"]),
         Route("/ui/login", login_form, methods=["GET"]),
         Route("/ui/login", login, methods=["POST"]),
         Route("/ui/logout", logout, methods=["POST"]),

@@ -12,8 +12,9 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from gateway.api.reviews import reviewer_of
 from gateway.api.search import Viewer
-from gateway.errors import AuthenticationFailed
+from gateway.errors import AuthenticationFailed, PermissionDenied
 from gateway.runtime.resources import Gateway
 
 __all__ = [
@@ -100,5 +101,9 @@ def when(epoch: float | None) -> str:
 
 
 def may_review(viewer: Viewer) -> bool:
-    """Whether the viewer labels records: a reviewer or admin key (or anyone, open)."""
-    return viewer.key is None or viewer.key.may_review
+    """Whether the viewer labels records (the review API's rule, `reviewer_of`)."""
+    try:
+        reviewer_of(viewer)
+    except PermissionDenied:
+        return False
+    return True
