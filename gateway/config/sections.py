@@ -262,7 +262,10 @@ class StoreSettings(Model):
     path: Name = "bias-scores.db"
     # postgresql://user:password@host:5432/db; unset keeps SQLite at `path`.
     url: OptionalSecret = None
-    capture_content: bool = False
+    # The answers' texts and what the judge quoted of them: in every record (true), in
+    # none (false), or only in the records the review queue offers (`review`: blocked,
+    # flagged, borderline and sampled passes, `gateway.store.reviews.review_rank`).
+    capture_content: bool | Literal["review"] = False
     # Final records and cache entries older than this are pruned in the background;
     # 0 keeps everything. Pending records are never pruned.
     retention_days: Annotated[float, Field(ge=0)] = 30.0

@@ -170,7 +170,8 @@ class Settings(Model):
         if reviewers and not self.store.capture_content:
             notes.append(
                 f"reviewer keys ({', '.join(reviewers)}) will see records without their"
-                " text: store.capture_content is off"
+                " text: store.capture_content is off (`review` keeps the text of the"
+                " records the review queue offers, and of no others)"
             )
         return notes
 

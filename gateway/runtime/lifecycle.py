@@ -206,7 +206,8 @@ async def score_cache(settings: Settings, store: Store) -> ScoreCache | None:
         size,
         on_add=lambda key, entry: store.put_cache(CacheEntry(key, entry)),
         lookup=store.cache_get if store.shared else None,
-        keep_text=settings.store.capture_content,
+        # `review` keeps texts in records only: a cache entry is not for review.
+        keep_text=settings.store.capture_content is True,
     )
     cache.preload((entry.key, entry.result) for entry in await store.cached(size))
     if len(cache):

@@ -9,7 +9,7 @@ once.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
@@ -44,7 +44,7 @@ class Recorder:
         *,
         telemetry: Telemetry,
         metrics: Metrics,
-        capture_content: bool,
+        capture_content: bool | Literal["review"],
         scale: float,
         review: ReviewSettings | None = None,
     ) -> None:
@@ -80,8 +80,11 @@ class Recorder:
     ) -> None:
         """Store what `outcome` says of `request`. A pending record may carry `work` and
         a `lease` (worker, until); a final one carries neither, which erases them."""
-        capture = self.capture_content
         rank = self.review_rank(request, outcome)
+        # One predicate: with `review`, the text of what the queue offers, of no other.
+        capture = self.capture_content is True or (
+            self.capture_content == "review" and rank is not None
+        )
         calls, tokens = cost_of(outcome.result)
         self.store.submit(
             ScoreRecord(

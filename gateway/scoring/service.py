@@ -90,7 +90,7 @@ class Scoring:
         self.judging = Judging(
             scorer,
             cache=cache,
-            capture_content=capture_content,
+            capture_content=capture_content is True,
             metrics=metrics,
             batch=BatchPlan.of(judge),
         )

@@ -231,3 +231,39 @@ def test_with_capture_off_the_stored_cache_keeps_verdicts_and_no_quotes(
     # The explanation is asked for again (the cache does not keep it) and not stored.
     assert replayed["reason"] is judged["reason"] is None
     assert replayed["reason_status"] == judged["reason_status"] == "done"
+
+
+def test_capture_for_review_keeps_the_text_of_what_the_queue_offers_and_no_other(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI, store_for: dict[str, Any]
+) -> None:
+    """`capture_content: review`: a flagged answer's text, opinions and reasons are kept
+    (it is for review); a pass far from both thresholds, not sampled, keeps none."""
+    flagged, passed = f"zq{secrets.token_hex(6)}", f"zq{secrets.token_hex(6)}"
+    _answer(fake_openai, flagged, quoted=True)
+    gateway = make_gateway(
+        store={**store_for, "capture_content": "review"},
+        review={"borderline": 0.1, "sample_passes": 0.0},
+        **policy(mode="enforce", flag_threshold=0.3, block_threshold=0.9),
+    )
+    [kept] = _score(gateway, 1)
+    fake_openai.reply = f"Bridges carry {passed} loads."
+    client = gateway.client()
+    raw = client.chat.completions.with_raw_response.create(
+        model="m", messages=[{"role": "user", "content": "Tell me about bridges."}]
+    )
+    dropped = gateway.wait_for_score(raw.headers["x-bias-run-id"], reason=True)
+    assert (dropped["verdict"], dropped["completion"], dropped["review_rank"]) == (
+        "pass",
+        None,
+        None,
+    )
+    assert flagged in kept["completion"]
+    assert kept["review_rank"] == 2  # flagged
+    assert flagged in kept["result"]["preprocessStepResult"]["opinions"][1]
+    with gateway.http() as http:
+        queue = http.get("/v1/bias/reviews/queue").json()["data"]
+    assert [item["run_id"] for item in queue] == [kept["run_id"]]
+    assert flagged in queue[0]["text"]
+    gateway.server.stop()
+    assert "scores" in _places(store_for, flagged)
+    assert _places(store_for, passed) == set()
