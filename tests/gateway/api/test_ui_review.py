@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -119,10 +120,13 @@ def stored_reviews(gateway: RunningGateway, key: str) -> dict[str, tuple[Any, ..
     return kept
 
 
-def reviewing(make_gateway: MakeGateway, **overrides: Any) -> RunningGateway:
+def reviewing(
+    make_gateway: MakeGateway, capture: bool | str = "review", **overrides: Any
+) -> RunningGateway:
+    """Enforcing, with the texts the review queue offers kept (`capture`)."""
     return make_gateway(
         **KEYS, **policy(mode="enforce", block_action="replace"), judge={"reason": "inline"},
-        store={"capture_content": True}, **overrides,
+        store={"capture_content": capture}, **overrides,
     )  # fmt: skip
 
 
@@ -337,3 +341,103 @@ def test_the_agreement_page_shows_the_apis_figures(
         for row in browser.find_elements(By.CSS_SELECTOR, "#by-category tr.category")
     ]
     assert shown_now == ["gender"]
+
+
+def queued(page: str) -> str | None:
+    found = re.search(r'name="run_id" value="([^"]+)"', page)
+    return found[1] if found else None
+
+
+def test_an_admin_reviews_every_keys_queue_or_one_keys(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI
+) -> None:
+    scripted(fake_openai)
+    gateway = reviewing(make_gateway)
+    mine, theirs = traffic(gateway, fake_openai, [(REVIEWER, "MILD"), (TEAM, "LOUD")])
+    with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": ADMIN}) as admin:
+        every = admin.get("/ui/review").text
+        assert queued(every) == theirs  # blocked before flagged, whoever's
+        assert re.search(r'id="progress-m">2<', every)
+        one = admin.get("/ui/review", params={"key": "team-a"}).text
+        assert queued(one) == mine
+        assert re.search(r'id="progress-m">1<', one)
+        saved = admin.post(
+            "/ui/review?key=team-a",
+            data={"run_id": mine, "label": "biased", "done": "0"},
+            follow_redirects=False,
+        )
+        assert saved.status_code == 303
+        assert saved.headers["location"] == "/ui/review?key=team-a&done=1"
+        assert 'id="queue-empty"' in admin.get(saved.headers["location"]).text
+    with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": REVIEWER}) as reviewer:
+        assert queued(reviewer.get("/ui/review").text) == mine  # the admin's label is its own
+        refused = reviewer.get("/ui/review", params={"key": "team-b"})
+        assert refused.status_code == 403
+        assert theirs not in refused.text
+
+
+def test_a_refused_review_is_shown_on_the_page_with_the_record_still_there(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI
+) -> None:
+    scripted(fake_openai)
+    gateway = reviewing(make_gateway)
+    (mine,) = traffic(gateway, fake_openai, [(REVIEWER, "MILD")])
+    (theirs,) = traffic(gateway, fake_openai, [(TEAM, "LOUD")])
+    with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": REVIEWER}) as reviewer:
+        unlabelled = reviewer.post("/ui/review", data={"run_id": mine, "note": "hm"})
+        assert unlabelled.status_code == 400
+        assert "`label` must be one of biased, unbiased" in unlabelled.text
+        assert queued(unlabelled.text) == mine
+        for run_id in (theirs, "no-such-run"):  # another key's is as one that does not exist
+            unseen = reviewer.post("/ui/review", data={"run_id": run_id, "label": "biased"})
+            assert unseen.status_code == 404
+            assert "No bias score with run id" in unseen.text
+        too_big = reviewer.post("/ui/review", data={"run_id": mine, "note": "x" * 70_000})
+        assert too_big.status_code == 200
+        assert "too large" in too_big.text
+    assert stored_reviews(gateway, REVIEWER) == {}
+
+
+def test_without_kept_text_the_page_shows_the_verdicts_and_reasons_kept(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI
+) -> None:
+    scripted(fake_openai)
+    gateway = reviewing(make_gateway, capture=False)
+    (loud,) = traffic(gateway, fake_openai, [(REVIEWER, "LOUD")])
+    with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": REVIEWER}) as reviewer:
+        page = reviewer.get("/ui/review").text
+    assert queued(page) == loud
+    assert 'id="no-text"' in page
+    assert 'id="answer"' not in page
+    assert WOMEN not in page
+    assert len(re.findall(r'class="judged yes"', page)) == 2  # each opinion's verdict stays
+
+
+def test_the_review_pages_escape_text_and_run_only_their_own_script(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI
+) -> None:
+    hostile = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+    fake_openai.opinions = [hostile]
+    fake_openai.verdicts = [("yes", hostile, ["gender"])]
+    fake_openai.reason = hostile
+    gateway = reviewing(make_gateway)
+    fake_openai.reply = f"Before {hostile} after"
+    gateway.client(REVIEWER).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": hostile}]
+    )
+    with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": REVIEWER}) as reviewer:
+        review = reviewer.get("/ui/review")
+        agreement = reviewer.get("/ui/agreement", params={"category": "gender"})
+        script = reviewer.get("/ui/review.js")
+    assert re.findall(r"<script[^>]*>", review.text) == ['<script src="/ui/review.js" defer>']
+    assert "<img src=x" not in review.text
+    assert '<mark class="opinion" data-index="0">&lt;script&gt;' in review.text
+    assert "script-src 'self'" in review.headers["content-security-policy"]
+    assert "<script" not in agreement.text
+    assert "script-src" not in agreement.headers["content-security-policy"]
+    for page in (review, agreement):
+        assert "default-src 'none'" in page.headers["content-security-policy"]
+        assert not re.search(r"(src|href)=\"(https?:)?//", page.text)
+    assert script.status_code == 200
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert "fetch(" not in script.text  # the form posts itself; the script asks nothing
