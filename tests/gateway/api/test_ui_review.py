@@ -411,33 +411,3 @@ def test_without_kept_text_the_page_shows_the_verdicts_and_reasons_kept(
     assert 'id="answer"' not in page
     assert WOMEN not in page
     assert len(re.findall(r'class="judged yes"', page)) == 2  # each opinion's verdict stays
-
-
-def test_the_review_pages_escape_text_and_run_only_their_own_script(
-    make_gateway: MakeGateway, fake_openai: FakeOpenAI
-) -> None:
-    hostile = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
-    fake_openai.opinions = [hostile]
-    fake_openai.verdicts = [("yes", hostile, ["gender"])]
-    fake_openai.reason = hostile
-    gateway = reviewing(make_gateway)
-    fake_openai.reply = f"Before {hostile} after"
-    gateway.client(REVIEWER).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": hostile}]
-    )
-    with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": REVIEWER}) as reviewer:
-        review = reviewer.get("/ui/review")
-        agreement = reviewer.get("/ui/agreement", params={"category": "gender"})
-        script = reviewer.get("/ui/review.js")
-    assert re.findall(r"<script[^>]*>", review.text) == ['<script src="/ui/review.js" defer>']
-    assert "<img src=x" not in review.text
-    assert '<mark class="opinion" data-index="0">&lt;script&gt;' in review.text
-    assert "script-src 'self'" in review.headers["content-security-policy"]
-    assert "<script" not in agreement.text
-    assert "script-src" not in agreement.headers["content-security-policy"]
-    for page in (review, agreement):
-        assert "default-src 'none'" in page.headers["content-security-policy"]
-        assert not re.search(r"(src|href)=\"(https?:)?//", page.text)
-    assert script.status_code == 200
-    assert script.headers["content-type"].startswith("text/javascript")
-    assert "fetch(" not in script.text  # the form posts itself; the script asks nothing
