@@ -411,3 +411,49 @@ def test_without_kept_text_the_page_shows_the_verdicts_and_reasons_kept(
     assert 'id="answer"' not in page
     assert WOMEN not in page
     assert len(re.findall(r'class="judged yes"', page)) == 2  # each opinion's verdict stays
+
+
+DAY = 86400
+MONDAY = 20066 * DAY  # 2024-12-09, a Monday
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "step", "starts"),
+    [
+        (MONDAY + 3600, MONDAY + 2 * DAY, DAY, [MONDAY, MONDAY + DAY]),  # until is exclusive
+        (MONDAY, MONDAY + 1, DAY, [MONDAY]),
+        (MONDAY + 2.5 * DAY, MONDAY + 14.5 * DAY, 7 * DAY, [MONDAY, MONDAY + 7 * DAY,
+                                                             MONDAY + 14 * DAY]),
+        (MONDAY - 1, MONDAY + 1, 7 * DAY, [MONDAY - 7 * DAY, MONDAY]),
+    ],
+)  # fmt: skip
+def test_kappa_is_bucketed_by_utc_days_and_weeks_from_monday(
+    since: float, until: float, step: int, starts: list[float]
+) -> None:
+    assert buckets(since, until, step) == starts
+
+
+def test_the_agreement_page_refuses_what_the_api_refuses_and_buckets_by_week(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI
+) -> None:
+    scripted(fake_openai)
+    gateway = reviewing(make_gateway)
+    (run_id,) = traffic(gateway, fake_openai, [(REVIEWER, "MILD")])
+    with gateway.http(REVIEWER) as http:
+        assert http.post(f"/v1/bias/scores/{run_id}/review", json={"label": "biased"}).is_success
+    with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": REVIEWER}) as reviewer:
+        weekly = reviewer.get("/ui/agreement", params={"bucket": "week"})
+        assert weekly.status_code == 200
+        assert len(re.findall(r'<tr class="bucket"', weekly.text)) in (5, 6)  # 30 days
+        assert re.search(r'id="reviewed">1<', weekly.text)
+        for params, says in (
+            ({"bucket": "month"}, "`bucket` must be day or week"),
+            ({"precision": "2"}, "`precision` must be a number above 0"),
+            ({"since": "yesterday"}, "`since` must be epoch seconds or an ISO 8601 time"),
+            ({"since": "2020-01-01"}, "kappa over time draws at most 120"),
+            ({"key": "ops"}, "Only an admin key may name another key"),
+        ):
+            refused = reviewer.get("/ui/agreement", params=params)
+            assert refused.status_code in (400, 403), params
+            assert says in refused.text, params
+            assert 'id="confusion"' not in refused.text
