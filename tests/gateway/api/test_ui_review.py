@@ -206,6 +206,13 @@ def test_reviewing_the_queue_with_the_keyboard_alone(
     marks = browser.find_elements(By.CSS_SELECTOR, "#answer mark.opinion")
     assert [mark.text for mark in marks] == [WOMEN, OFFICE]
     assert "Mocks the office's politics." in text("#opinion-1")
+    # Saving before the answer has a label says so, and stays.
+    press(Keys.ENTER)
+    wait_for(
+        lambda: "error" in (browser.find_element(By.ID, "record-label").get_attribute("class")),
+        "the missing label shown",
+    )
+    assert showing() == loud
     # Disagree on the answer; on the first opinion disagree, on the second agree; a note.
     press("n", "j", "d", "2", "a", "e")
     press("Only quotes a view.", Keys.ESCAPE)
