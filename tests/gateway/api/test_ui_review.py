@@ -464,3 +464,26 @@ def test_the_agreement_page_refuses_what_the_api_refuses_and_buckets_by_week(
             assert refused.status_code in (400, 403), params
             assert says in refused.text, params
             assert 'id="confusion"' not in refused.text
+
+
+def test_in_open_mode_anyone_reviews_as_open(
+    make_gateway: MakeGateway, fake_openai: FakeOpenAI
+) -> None:
+    scripted(fake_openai)
+    gateway = make_gateway(
+        **policy(mode="enforce", block_action="replace"), store={"capture_content": "review"}
+    )
+    (loud,) = traffic(gateway, fake_openai, [("sk-anyone", "LOUD")])
+    with httpx.Client(base_url=gateway.url) as http:
+        assert 'href="/ui/review"' in http.get("/ui").text
+        assert queued(http.get("/ui/review").text) == loud
+        form = {"run_id": loud, "label": "biased", "opinion-0": "yes",
+                "opinion-0-categories": "gender", "done": "0"}  # fmt: skip
+        assert http.post("/ui/review", data=form, follow_redirects=False).status_code == 303
+        assert 'id="queue-empty"' in http.get("/ui/review").text
+        assert re.search(r'id="reviewed">1<', http.get("/ui/agreement").text)
+        with sqlite3.connect(gateway.settings.store.path) as db:
+            kept = db.execute("SELECT reviewer, label, opinions FROM reviews").fetchall()
+    assert [(reviewer, label, json.loads(opinions)) for reviewer, label, opinions in kept] == [
+        ("open", "biased", [{"index": 0, "biased": True, "categories": ["gender"]}])
+    ]
