@@ -216,6 +216,7 @@ def test_reviewing_the_queue_with_the_keyboard_alone(
     # Disagree on the answer; on the first opinion disagree, on the second agree; a note.
     press("n", "j", "d", "2", "a", "e")
     press("Only quotes a view.", Keys.ESCAPE)
+    assert "error" not in browser.find_element(By.ID, "record-label").get_attribute("class")
     shots = Path(os.environ.get("BIAS_TEST_SCREENSHOT_DIR", tmp_path))
     browser.save_screenshot(str(shots / "review.png"))
     press(Keys.ENTER)

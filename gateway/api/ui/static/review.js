@@ -26,6 +26,18 @@ document.addEventListener("DOMContentLoaded", () => {
     form.querySelector(`input[name="${name}"]${wanted}`).checked = true;
   }
 
+  form.addEventListener("change", () => {
+    if (form.querySelector('input[name="label"]:checked')) {
+      form.querySelector("#record-label").classList.remove("error");
+    }
+  });
+
+  function pick(id) {  // a radio set by key tells the form, as a click would
+    const input = document.getElementById(id);
+    input.checked = true;
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
   function submit() {
     if (!form.querySelector('input[name="label"]:checked')) {
       form.querySelector("#record-label").classList.add("error");
@@ -44,8 +56,8 @@ document.addEventListener("DOMContentLoaded", () => {
     }
     if (event.ctrlKey && event.key !== "Enter") return;
     const actions = {
-      y: () => { document.getElementById("label-agree").checked = true; },
-      n: () => { document.getElementById("label-disagree").checked = true; },
+      y: () => pick("label-agree"),
+      n: () => pick("label-disagree"),
       j: () => choose(current + 1),
       ArrowDown: () => choose(current + 1),
       k: () => choose(current - 1),
