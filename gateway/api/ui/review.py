@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 
 from gateway.api.agreement import JUDGE_POSITIVE
-from gateway.api.reviews import add_review, queue_item, reviewer_of
+from gateway.api.reviews import MAX_QUEUE, add_review, queue_item, reviewer_of
 from gateway.api.search import Viewer
 from gateway.api.ui.marking import marked
 from gateway.api.ui.rendering import (
@@ -32,7 +32,7 @@ from gateway.api.ui.rendering import (
     to_login,
     viewer_of_cookie,
 )
-from gateway.errors import GatewayError, status_of
+from gateway.errors import GatewayError, PayloadTooLarge, status_of
 from gateway.store.queries import ScoreQuery
 from gateway.store.reviews import Reviews
 from guard import is_biased
@@ -104,7 +104,9 @@ async def review_form(request: Request) -> Response:
         return to_login(request)
     form = await small_form(request, _FORM_MAX)
     if form is None:
-        return await _show(request, viewer, 0, error="The review was too large to read.")
+        too_large = PayloadTooLarge(f"A review from this page is at most {_FORM_MAX} bytes.")
+        return await _show(request, viewer, 0, error=too_large.message,
+                           status=status_of(too_large)[0])  # fmt: skip
     done = _count(form.get("done"))
     try:
         await _store_review(request, viewer, form.get("run_id", ""), review_body(form))
@@ -122,7 +124,7 @@ async def review_script(request: Request) -> Response:
 async def _show(request: Request, viewer: Viewer, done: int, *, error: str | None = None,
                 status: int = 200) -> Response:  # fmt: skip
     filters = _filters(request)
-    skip = _count(request.query_params.get("skip"))
+    skip = min(_count(request.query_params.get("skip")), MAX_QUEUE)
     try:
         waiting = await _queue(request, viewer, filters.get("key"), limit=skip + _SHOWN + 1)
     except GatewayError as exc:

@@ -401,8 +401,8 @@ def test_a_refused_review_is_shown_on_the_page_with_the_record_still_there(
             assert unseen.status_code == 404
             assert "No bias score with run id" in unseen.text
         too_big = reviewer.post("/ui/review", data={"run_id": mine, "note": "x" * 70_000})
-        assert too_big.status_code == 200
-        assert "too large" in too_big.text
+        assert too_big.status_code == 413
+        assert "at most 65536 bytes" in too_big.text
     assert stored_reviews(gateway, REVIEWER) == {}
 
 
