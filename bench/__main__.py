@@ -38,6 +38,7 @@ SCENARIOS = {
     "tamper_corpus": "bench.tamper_corpus",
     "attacks": "bench.attacks.__main__",
     "probe": "bench.probe",
+    "reviews": "bench.reviews",
 }
 
 # Servers the scenarios start, which also run alone; not scenarios themselves.

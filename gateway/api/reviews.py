@@ -282,7 +282,7 @@ async def review_export(request: Request) -> Response:
     params = _params(request, frozenset({"since", "until", "key"}))
     since, until = _window(params)
     key = _key(viewer, params)
-    reviewed = await Reviews(gateway.store).reviewed(since=since, until=until, key=key)
+    reviewed = await Reviews(gateway.store).reviewed(since=since, until=until, key=key, texts=True)
     lines, left_out = export_lines(reviewed)
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     return Response(

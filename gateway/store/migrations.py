@@ -222,10 +222,12 @@ _V7: tuple[Step, ...] = ("DELETE FROM score_cache",)
 # it" is a probe of (run_id, reviewer); the agreement and retention read reviews by time.
 _V8: tuple[Step, ...] = (
     Columns((("review_rank", "INTEGER"),)),
-    "CREATE INDEX IF NOT EXISTS scores_review_queue ON scores (review_rank, created_at)"
-    " WHERE review_rank IS NOT NULL",
+    # In the queue's order (rank, then newest first): read in order, never sorted.
+    "CREATE INDEX IF NOT EXISTS scores_review_queue"
+    " ON scores (review_rank, created_at DESC, run_id DESC) WHERE review_rank IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS scores_key_review_queue"
-    " ON scores (key_name, review_rank, created_at) WHERE review_rank IS NOT NULL",
+    " ON scores (key_name, review_rank, created_at DESC, run_id DESC)"
+    " WHERE review_rank IS NOT NULL",
     "CREATE TABLE IF NOT EXISTS reviews ("
     " id {serial}, run_id TEXT NOT NULL, reviewer TEXT NOT NULL, key_name TEXT,"
     " label TEXT NOT NULL, opinions TEXT, note TEXT, created_at {real} NOT NULL)",

@@ -106,14 +106,24 @@ class Review:
 
 @dataclass(frozen=True, slots=True)
 class Reviewed:
-    """A reviewer's current label of a record, beside what the judge said of it."""
+    """A reviewer's current label of a record, beside what the judge said of it. The
+    record's JSON is read when asked for: the agreement over thousands of reviews
+    reads the verdicts of those with labelled opinions only."""
 
     review: Review
     score: float | None
     verdict: str | None
-    categories: list[str]
-    result: dict[str, Any] | None
-    completion: str | None
+    categories_json: str | None
+    result_json: str | None  # only where the reviewer labelled opinions
+    completion: str | None  # only when the texts were asked for
+
+    @property
+    def categories(self) -> list[str]:
+        return json.loads(self.categories_json) if self.categories_json else []
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        return json.loads(self.result_json) if self.result_json else None
 
 
 _REVIEW = "r.id, r.run_id, r.reviewer, r.key_name, r.label, r.opinions, r.note, r.created_at"
@@ -168,9 +178,12 @@ class Reviews:
         (rows,) = await self.store.query((sql, param.values))
         return [record_from_row(row) for row in rows]
 
-    async def reviewed(self, *, since: float, until: float, key: str | None) -> list[Reviewed]:
+    async def reviewed(
+        self, *, since: float, until: float, key: str | None, texts: bool = False
+    ) -> list[Reviewed]:
         """Every reviewer's current label of each record, given in [since, until) (of
-        `key`'s records only, unless it is None), oldest first, with the judge's say."""
+        `key`'s records only, unless it is None), oldest first, with the judge's say;
+        with `texts`, the records' texts (where kept) too."""
         param = Params(self.dialect)
         terms = [f"r.created_at >= {param(since)}", f"r.created_at < {param(until)}"]
         if key is not None:
@@ -183,19 +196,11 @@ class Reviews:
             f" AND later.created_at < {param(until)})"
         )
         sql = (
-            f"SELECT {_REVIEW}, s.score, s.verdict, s.categories, s.result, s.completion"
+            f"SELECT {_REVIEW}, s.score, s.verdict, s.categories,"
+            " CASE WHEN r.opinions IS NULL THEN NULL ELSE s.result END,"
+            f" {'s.completion' if texts else 'NULL'}"
             f" FROM reviews r JOIN scores s ON s.run_id = r.run_id WHERE {' AND '.join(terms)}"
             " ORDER BY r.created_at, r.id"
         )
         (rows,) = await self.store.query((sql, param.values))
-        return [
-            Reviewed(
-                _review(row[:8]),
-                score=row[8],
-                verdict=row[9],
-                categories=json.loads(row[10]) if row[10] else [],
-                result=json.loads(row[11]) if row[11] else None,
-                completion=row[12],
-            )
-            for row in rows
-        ]
+        return [Reviewed(_review(row[:8]), *row[8:]) for row in rows]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 from hypothesis import given
@@ -262,3 +263,14 @@ def test_calibrate_has_a_row_for_each_count_rule_beside_the_thresholds() -> None
         "atLeast": 1, "precision": 0.75, "recall": 0.75, "f1": 0.75, "flagged": 0.5714,
         "kappa": 0.4167, "tp": 3, "fp": 1, "fn": 1, "tn": 2,
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_sweep_counts_as_each_threshold_counted_alone(seed: int) -> None:
+    """The sweep's one sort gives every threshold the table `counts_at` gives it."""
+    rng = random.Random(seed)
+    points = [Point(rng.random() < 0.5, round(rng.random(), 2)) for _ in range(300)]
+    thresholds = threshold_grid(1, 0.05)
+    assert [row.counts for row in sweep(points, thresholds)] == [
+        counts_at(points, threshold) for threshold in thresholds
+    ]
