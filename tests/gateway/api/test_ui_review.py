@@ -320,6 +320,13 @@ def test_the_agreement_page_shows_the_apis_figures(
     assert browser.find_element(By.CSS_SELECTOR, "#thresholds svg").is_displayed()
     shots = Path(os.environ.get("BIAS_TEST_SCREENSHOT_DIR", tmp_path))
     browser.save_screenshot(str(shots / "agreement.png"))
+    table = browser.find_elements(By.CSS_SELECTOR, "#thresholds-table tr.threshold")
+    assert len(table) == len(api["thresholds"])
+    for row, figures in zip(table, api["thresholds"], strict=True):  # folded away: read it all
+        cells = [cell.get_attribute("textContent") for cell in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[0] == f"{figures['threshold']:g}"
+        assert cells[1:4] == [ratio(figures[name]) for name in ("precision", "recall", "f1")]
+        assert cells[5:] == [str(figures[cell]) for cell in ("tp", "fp", "fn", "tn")]
     reaching = api["reaching"]
     if reaching is None:
         assert "No threshold reaches" in text("#reaching")
@@ -364,6 +371,7 @@ def test_an_admin_reviews_every_keys_queue_or_one_keys(
     mine, theirs = traffic(gateway, fake_openai, [(REVIEWER, "MILD"), (TEAM, "LOUD")])
     with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": ADMIN}) as admin:
         every = admin.get("/ui/review").text
+        assert 'id="queue-key"' in every  # the key filter, for admins
         assert queued(every) == theirs  # blocked before flagged, whoever's
         assert re.search(r'id="progress-m">2<', every)
         one = admin.get("/ui/review", params={"key": "team-a"}).text
@@ -378,7 +386,9 @@ def test_an_admin_reviews_every_keys_queue_or_one_keys(
         assert saved.headers["location"] == "/ui/review?key=team-a&done=1"
         assert 'id="queue-empty"' in admin.get(saved.headers["location"]).text
     with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": REVIEWER}) as reviewer:
-        assert queued(reviewer.get("/ui/review").text) == mine  # the admin's label is its own
+        page = reviewer.get("/ui/review").text
+        assert queued(page) == mine  # the admin's label is its own
+        assert 'id="queue-key"' not in page
         refused = reviewer.get("/ui/review", params={"key": "team-b"})
         assert refused.status_code == 403
         assert theirs not in refused.text

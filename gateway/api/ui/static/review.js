@@ -54,6 +54,8 @@ document.addEventListener("DOMContentLoaded", () => {
       else if (event.key === "Enter" && event.ctrlKey) { event.preventDefault(); submit(); }
       return;
     }
+    const field = event.target;  // typing into another field (an admin's key filter)
+    if (field.tagName === "TEXTAREA" || (field.tagName === "INPUT" && field.type === "text")) return;
     if (event.ctrlKey && event.key !== "Enter") return;
     const actions = {
       y: () => pick("label-agree"),
