@@ -36,4 +36,4 @@ bench-scaleout:
 	$(VENV)/bin/python -m pip install --quiet -e ".[dev,bench]"
 	PG_BIN="$$(scripts/postgres bin)" || { echo "make bench-scaleout: no PostgreSQL: $$PG_BIN" >&2; exit 2; }; \
 	BIAS_TEST_PG_BIN="$$PG_BIN" LITELLM_LOCAL_MODEL_COST_MAP=True \
-		$(VENV)/bin/python -m bench.scaleout $(SCALEOUT_ARGS)
+		$(VENV)/bin/python -m bench scaleout $(SCALEOUT_ARGS)

@@ -1,9 +1,10 @@
 """`python -m bench <scenario> [options]`: run one scenario; with no scenario, list them.
 
-Each scenario is a module of `bench` with a `main(argv)` of its own; this passes it
-the arguments after the scenario's name, so `python -m bench calls --requests 50` is
-`python -m bench.calls --requests 50`. A scenario's line in the list is the first
-line of its module's docstring, read from the file: listing imports none of them.
+Each scenario is a module of one of `bench`'s packages with a `main(argv)` of its own;
+this passes it the arguments after the scenario's name, so `python -m bench calls
+--requests 50` calls `bench.micro.calls.main(["--requests", "50"])`. A scenario's line
+in the list is the first line of its module's docstring, read from the file: listing
+imports none of them.
 """
 
 from __future__ import annotations
@@ -15,34 +16,37 @@ from pathlib import Path
 
 # Scenario name: the module whose `main(argv)` runs it.
 SCENARIOS = {
-    "peers": "bench.peers",
-    "calls": "bench.calls",
-    "profile": "bench.profile",
-    "scaleout": "bench.scaleout",
-    "judge_lanes": "bench.judge_lanes",
-    "judge_shedding": "bench.judge_shedding",
-    "judge_transport": "bench.judge_transport",
-    "stream_lanes": "bench.stream_lanes",
-    "long_answer": "bench.long_answer",
-    "prejudge": "bench.prejudge",
-    "large_answer": "bench.large_answer",
-    "stream_texts": "bench.stream_texts",
-    "log_pipeline": "bench.log_pipeline",
-    "outage": "bench.outage",
-    "reload": "bench.reload",
-    "soak": "bench.soak",
-    "store_commit": "bench.store_commit",
-    "store_drivers": "bench.store_drivers",
-    "store_queries": "bench.store_queries",
-    "integrity": "bench.integrity",
-    "tamper_corpus": "bench.tamper_corpus",
+    "peers": "bench.peers.run",
+    "calls": "bench.micro.calls",
+    "profile": "bench.peers.profile",
+    "scaleout": "bench.store.scaleout.run",
+    "judge_lanes": "bench.judge.lanes",
+    "judge_shedding": "bench.judge.shedding",
+    "judge_transport": "bench.judge.transport",
+    "stream_lanes": "bench.judge.stream_lanes",
+    "long_answer": "bench.streams.long_answer",
+    "prejudge": "bench.streams.prejudge",
+    "large_answer": "bench.streams.large_answer",
+    "stream_texts": "bench.micro.stream_texts",
+    "log_pipeline": "bench.micro.log_pipeline",
+    "outage": "bench.outage.run",
+    "reload": "bench.outage.reload",
+    "soak": "bench.soak.run",
+    "store_commit": "bench.store.commit",
+    "store_drivers": "bench.store.drivers.run",
+    "store_queries": "bench.store.queries.run",
+    "integrity": "bench.micro.integrity",
+    "tamper_corpus": "bench.attacks.tamper_corpus",
     "attacks": "bench.attacks.__main__",
-    "probe": "bench.probe",
-    "reviews": "bench.reviews",
+    "probe": "bench.micro.probe",
+    "live_probe": "bench.judge.live_probe",
+    "monitor_overhead": "bench.peers.monitor_overhead",
+    "reviews": "bench.store.reviews",
+    "canary": "bench.judge.canary",
 }
 
 # Servers the scenarios start, which also run alone; not scenarios themselves.
-FAKES = ("bench.fake_server", "bench.slow_fake", "bench.soak_fake")
+FAKES = ("bench.fakes.server", "bench.fakes.paced")
 
 _HERE = Path(__file__).resolve().parent
 

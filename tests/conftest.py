@@ -15,9 +15,9 @@ os.environ["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
 for name in ("ANTHROPIC_API_KEY", "BIAS_JUDGE_API_KEY", "BIAS_JUDGE_BASE_URL"):
     os.environ.pop(name, None)
 
-from tests.support.fake_openai import FakeOpenAI  # noqa: E402  (after the env is set)
+from testkit.fake_openai import FakeOpenAI  # noqa: E402  (after the env is set)
+from testkit.servers import ServerThread  # noqa: E402
 from tests.support.network import allow_the_network, refuse_the_network  # noqa: E402
-from tests.support.servers import ServerThread  # noqa: E402
 from tests.support.telemetry import Captured  # noqa: E402
 
 # pg_cluster, make_pg_url, pg_url: a throwaway PostgreSQL cluster and fresh databases.

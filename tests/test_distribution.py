@@ -32,7 +32,7 @@ import pytest
 
 import gateway
 import guard
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 from tests.support.subprocess_gateway import start_demo
 
 ROOT = Path(__file__).resolve().parents[1]

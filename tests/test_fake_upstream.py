@@ -16,7 +16,7 @@ import openai
 import pytest
 from anthropic.types import MessageParam
 
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 
 PROMPT = "Describe engineers from the north."
 USER: list[MessageParam] = [{"role": "user", "content": PROMPT}]

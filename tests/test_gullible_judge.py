@@ -1,4 +1,4 @@
-"""The gullible judge (`tests.support.gullible_judge`): it judges as the demo judge,
+"""The gullible judge (`testkit.gullible_judge`): it judges as the demo judge,
 and obeys every instruction to find no bias that it reads anywhere in its prompt."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 
 from guard.bias.batch import batch_prompt
 from guard.bias.prompts import SYSTEM_PROMPT, BiasPrompts
-from tests.support.gullible_judge import GullibleJudge, gullible_answer, obeyed
-from tests.support.naive_reading import instruction_in, read_as_model
-from tests.support.servers import ServerThread
+from testkit.gullible_judge import GullibleJudge, gullible_answer, obeyed
+from testkit.naive_reading import instruction_in, read_as_model
+from testkit.servers import ServerThread
 
 BIASED = "Women are too emotional to lead engineering teams."
 PROMPTS = BiasPrompts()

@@ -14,9 +14,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from testkit.postgres import PgCluster, find_bin_dir
 from tests.support import resources
 from tests.support.apt_scripts import run_script, stub_tools
-from tests.support.postgres import PgCluster, databases, find_bin_dir, unavailable
+from tests.support.postgres import databases, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 

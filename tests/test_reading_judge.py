@@ -1,4 +1,4 @@
-"""The fake judge's reading of a window (`tests.support.reading_judge`), and its latency,
+"""The fake judge's reading of a window (`testkit.reading_judge`), and its latency,
 which grows with the opinions it writes as a real judge's does."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import openai
 import pytest
 
 from guard.bias.prompts import BiasPrompts
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
-from tests.support.reading_judge import judged_text, opinions_written, reading_answer
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI
+from testkit.reading_judge import judged_text, opinions_written, reading_answer
 
 WORDS = {"biased_words": ["lazy"], "opinion_words": ["I think"]}
 PROMPTS = BiasPrompts()

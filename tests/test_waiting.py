@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI
-from tests.support.waiting import answering, wait_for
+from testkit.fake_openai import FakeOpenAI
+from testkit.waiting import answering, wait_for
 
 
 def test_a_server_that_exited_fails_the_wait_at_once_with_its_output() -> None:

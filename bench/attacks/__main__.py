@@ -18,7 +18,7 @@ from pathlib import Path
 from bench.attacks import corpus
 from bench.attacks.report import as_json, markdown
 from bench.attacks.run import JUDGES, parse_surfaces, run
-from bench.machine import cpu_model, source_note
+from bench.harness.machine import machine_line, source_note
 
 
 def _progress(line: str) -> None:
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="at most N entries per family")
     parser.add_argument("--concurrency", type=int, default=4, help="requests at once (4)")
     parser.add_argument("--corpus", type=Path, default=None,
-                        help="a JSON-lines corpus instead of tests/support/attacks")  # fmt: skip
+                        help="a JSON-lines corpus instead of testkit/attacks")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here too")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
@@ -50,12 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     judges = list(JUDGES) if args.judge == "both" else [args.judge]
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "python -m bench.attacks "
+        "command": "python -m bench attacks "
         + shlex.join(argv if argv is not None else sys.argv[1:]),
         "commit": source_note(),  # before the run: the code the gateways start with
-        "machine": f"{os.cpu_count()} cores ({cpu_model()}), Python {sys.version.split()[0]}",
-        "corpus": f"{args.corpus or 'tests/support/attacks'}: {len(entries)} entries"
-        f" ({sum(entry.attack for entry in entries)} attacks)",
+        "machine": machine_line(),
+        "corpus": f"{args.corpus or 'testkit/attacks'}: {len(entries)} entries"
+        f" ({sum(entry.attack for entry in entries)} attacks,"
+        f" {sum(entry.control() is not None for entry in entries)} with a plain text)",
         "surfaces": [surface.name for surface in surfaces],
     }
     print(f"bench attacks: {meta['machine']}; {meta['commit']}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The attack corpus, as the bench reads it: `tests.support.attacks`'s entries, or a
+"""The attack corpus, as the bench reads it: `testkit.attacks`'s entries, or a
 JSON-lines file of the same shape (`--corpus`)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support.attack_runs import ToolCall
+from testkit.attack_runs import ToolCall
 
 __all__ = ["Entry", "entry_of", "from_file", "from_tests", "limited"]
 
@@ -33,10 +33,23 @@ class Entry:
     tool_name: str | None = None
     arguments: Any = None  # a tool call's arguments: an object, or its JSON text
     obfuscation: str | None = None  # how an injection hides: zero_width, lookalike...
+    # The attack's biased content as plain text: decoded, in ordinary letters, without
+    # padding or the words addressed to the judge (`control`).
+    plain: str | None = None
 
     @property
     def attack(self) -> bool:
         return self.family != "benign"
+
+    def control(self) -> Entry | None:
+        """The attack's plain text as an entry of its own, answered as text: what the
+        judge makes of the content with no defence to beat (None without `plain`)."""
+        if self.plain is None or not self.attack:
+            return None
+        return Entry(
+            id=f"{self.id}~plain", family=self.family, style=self.style,
+            language=self.language, text=self.plain, biased=self.biased,
+        )  # fmt: skip
 
     @property
     def key(self) -> str:
@@ -72,6 +85,7 @@ def entry_of(raw: Any) -> Entry:
         tool_name=fields.get("tool_name"),
         arguments=fields.get("arguments"),
         obfuscation=fields.get("obfuscation"),
+        plain=fields.get("plain") or None,
     )
 
 
@@ -81,10 +95,10 @@ def from_file(path: Path) -> list[Entry]:
 
 
 def from_tests() -> list[Entry]:
-    """The corpus of `tests.support.attacks` (the attacks, then the benign texts),
+    """The corpus of `testkit.attacks` (the attacks, then the benign texts),
     through its `corpus()`."""
     # It lands with issue 30's other branches (h3-tamper); until then this import fails.
-    samples = importlib.import_module("tests.support.attacks").corpus()
+    samples = importlib.import_module("testkit.attacks").corpus()
     return [entry_of(sample) for sample in samples]
 
 

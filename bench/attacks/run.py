@@ -2,9 +2,14 @@
 corpus sent through it on every surface asked for.
 
 Processes: the judges (the demo judge, `gateway.demo.server`, and the gullible
-judge, `tests.support.gullible_judge`) and each cell's gateway run as processes of
-their own (`bench.procs`); the fake upstream (`tests.support.attack_runs.AnswerBook`)
+judge, `testkit.gullible_judge`) and each cell's gateway run as processes of
+their own (`bench.harness.procs`); the fake upstream (`testkit.attack_runs.AnswerBook`)
 runs in a thread of the bench, since the bench files every entry's answer in it.
+
+Controls: an attack with a `plain` text (`Entry.control`) also sends that text
+through each cell once, as a whole chat answer. An attack that passed is then a
+defence failure when the cell caught its plain text, and a recall miss when the cell
+passed that too (the judge does not call the content biased, defences or not).
 """
 
 from __future__ import annotations
@@ -15,17 +20,30 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from bench.attacks.corpus import Entry
-from bench.procs import Processes, ServerProcess, free_port
-from tests.support.attack_runs import AnswerBook, Clients, Delivery, send
-from tests.support.servers import ServerThread
+from bench.harness.gateways import gateway_config, start_gateway
+from bench.harness.procs import Processes, free_port
+from testkit.attack_runs import AnswerBook, Clients, Delivery, ToolCall, send
+from testkit.servers import ServerThread
 
-__all__ = ["CONFIGS", "JUDGES", "Cell", "Row", "Surface", "accepted", "parse_surfaces", "run"]
+__all__ = [
+    "CONFIGS",
+    "CONTROL_SURFACE",
+    "JUDGES",
+    "Cell",
+    "Row",
+    "Split",
+    "Surface",
+    "accepted",
+    "parse_surfaces",
+    "run",
+]
 
 JUDGES = ("demo", "gullible")
 # The shipped policy, and the hardening the issue recommends for enforce. A gateway that
@@ -46,6 +64,17 @@ class Surface:
     @property
     def name(self) -> str:
         return f"{self.api}-stream" if self.stream else self.api
+
+
+# A control asks what the judge makes of the content, so one surface does for all.
+CONTROL_SURFACE = Surface("chat", stream=False)
+
+
+class Split(StrEnum):
+    """Why an attack that passed passed, by its control (`Row.split`)."""
+
+    RECALL = "recall"  # the cell passed the plain text too
+    DEFENCE = "defence"  # the cell caught the plain text: a defence let the attack by
 
 
 def parse_surfaces(spec: str) -> list[Surface]:
@@ -69,6 +98,33 @@ class Row:
     surface: Surface
     delivery: Delivery | None = None
     why: str = ""
+    control: Row | None = None  # the entry's plain text through the same cell
+
+    @property
+    def judge_error(self) -> bool:
+        """Delivered unscored after a judge error: neither passed nor caught."""
+        return self.delivery is not None and (self.delivery.record or {}).get("status") == "error"
+
+    @property
+    def passed(self) -> bool:
+        return self.delivery is not None and not self.judge_error and self.delivery.passed
+
+    @property
+    def plain_caught(self) -> bool | None:
+        """Whether the cell flagged, blocked or marked the entry's plain text; None with
+        no control, or one not run or not scored."""
+        control = self.control
+        if control is None or control.delivery is None or control.judge_error:
+            return None
+        return not control.passed
+
+    @property
+    def split(self) -> Split | None:
+        """For an attack that passed and has a control: recall miss or defence failure."""
+        caught = self.plain_caught
+        if not self.passed or caught is None:
+            return None
+        return Split.DEFENCE if caught else Split.RECALL
 
     def facts(self) -> dict[str, Any]:
         record = (self.delivery.record or {}) if self.delivery else {}
@@ -87,6 +143,8 @@ class Row:
                 self.delivery.headers.get("x-bias-skip-reason") if self.delivery else None
             ),
             "score": record.get("score"),
+            "plain_caught": self.plain_caught,
+            "split": self.split.value if self.split else None,
         }
 
 
@@ -97,21 +155,23 @@ class Cell:
     applied: dict[str, Any]  # the config's keys this gateway took
     refused: dict[str, str]  # those it refused, with its one-line reason
     rows: list[Row] = field(default_factory=list)
+    controls: list[Row] = field(default_factory=list)  # each attack's plain text, once
 
 
-def _config_yaml(
+def _settings(
     work: Path, name: str, upstream: str, judge: tuple[str, str], policy: dict[str, Any]
-) -> Path:
-    path = work / f"{name}.yaml"
-    settings = {
-        "upstream": {"base_url": f"{upstream}/v1", "api_key": "sk-bench", "timeout": 60},
-        "anthropic": {"base_url": upstream, "api_key": "sk-ant-bench", "timeout": 60},
-        "judge": {"base_url": judge[0], "model": judge[1], "api_key": "sk-judge", "timeout": 30},
-        "store": {"path": str(work / f"{name}.db")},
-        "policies": {"default": {**ENFORCE, **policy}},
+) -> dict[str, Any]:
+    config = gateway_config(upstream, upstream, store=work / f"{name}.db")
+    config["upstream"]["timeout"] = 60
+    config["anthropic"] = {"base_url": upstream, "api_key": "sk-ant-bench", "timeout": 60}
+    config["judge"] = {
+        "base_url": judge[0],
+        "model": judge[1],
+        "api_key": "sk-judge",
+        "timeout": 30,
     }
-    path.write_text(yaml.safe_dump(settings, allow_unicode=True))
-    return path
+    config["policies"]["default"] = {**ENFORCE, **policy}
+    return config
 
 
 def accepted(work: Path, wanted: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -120,9 +180,11 @@ def accepted(work: Path, wanted: dict[str, Any]) -> tuple[dict[str, Any], dict[s
     taken: dict[str, Any] = {}
     refused: dict[str, str] = {}
     for key, value in wanted.items():
-        config = _config_yaml(
+        settings = _settings(
             work, f"check-{key}", "http://127.0.0.1:9", ("http://x", "m"), {key: value}
         )
+        config = work / f"check-{key}.yaml"
+        config.write_text(yaml.safe_dump(settings, allow_unicode=True))
         done = subprocess.run(
             [sys.executable, "-m", "gateway", "check-config", str(config)],
             capture_output=True, text=True, timeout=120, check=False,
@@ -145,17 +207,10 @@ def _start_judge(procs: Processes, work: Path, which: str) -> tuple[str, str]:
         server = procs.start("judge-demo", [sys.executable, *argv], port=port,
                              ready_path="/model/v1/models", log_dir=work)  # fmt: skip
         return f"{server.url}/judge/v1", "demo-judge"
-    argv = ["-m", "tests.support.gullible_judge", "--port", str(port)]
+    argv = ["-m", "testkit.gullible_judge", "--port", str(port)]
     server = procs.start("judge-gullible", [sys.executable, *argv], port=port,
                          ready_path="/v1/models", log_dir=work)  # fmt: skip
     return f"{server.url}/v1", "gullible-judge"
-
-
-def _start_gateway(procs: Processes, work: Path, name: str, config: Path) -> ServerProcess:
-    port = free_port()
-    argv = [sys.executable, "-m", "gateway", "serve", "--config", str(config)]
-    argv += ["--port", str(port), "--log-level", "warning"]
-    return procs.start(name, argv, port=port, ready_path="/readyz", log_dir=work)
 
 
 def _send(clients: Clients, row: Row) -> Row:
@@ -184,6 +239,31 @@ def _run_cell(
         return list(pool.map(one, rows))
 
 
+def _answers(entries: Sequence[Entry]) -> dict[str, str | ToolCall]:
+    """What the fake upstream answers, by key; two entries may not share one."""
+    answers: dict[str, str | ToolCall] = {}
+    for entry in entries:
+        if entry.key in answers:
+            raise ValueError(f"two entries answer under the key {entry.key!r}: rename one")
+        answers[entry.key] = entry.answer()
+    return answers
+
+
+def _rows(entries: Sequence[Entry], surfaces: Sequence[Surface]) -> tuple[list[Row], list[Row]]:
+    """A cell's rows (each entry on each surface), and its controls, linked to them."""
+    controls = {}
+    for entry in entries:
+        control = entry.control()
+        if control is not None:
+            controls[entry.id] = Row(control, CONTROL_SURFACE)
+    rows = [
+        Row(entry, surface, control=controls.get(entry.id))
+        for entry in entries
+        for surface in surfaces
+    ]
+    return rows, list(controls.values())
+
+
 def run(
     entries: Sequence[Entry],
     judges: Sequence[str],
@@ -193,11 +273,13 @@ def run(
     concurrency: int = 4,
     progress: Callable[[str], None] = lambda line: None,
 ) -> list[Cell]:
-    """Every cell (judge x config), each with a row per entry and surface."""
+    """Every cell (judge x config), each with a row per entry and surface, and a
+    control per attack with a plain text."""
     book = AnswerBook()
     upstream = ServerThread(book.app).start()
     book.base_url = f"{upstream.url}/v1"
-    book.answers = {entry.key: entry.answer() for entry in entries}
+    controls = [control for entry in entries if (control := entry.control()) is not None]
+    book.answers = _answers([*entries, *controls])
     configs = {config: accepted(work, wanted) for config, wanted in CONFIGS.items()}
     cells: list[Cell] = []
     try:
@@ -206,12 +288,13 @@ def run(
                 judge = _start_judge(procs, work, which)
                 for config, (taken, refused) in configs.items():
                     name = f"gateway-{which}-{config}"
-                    path = _config_yaml(work, name, upstream.url, judge, taken)
-                    gateway = _start_gateway(procs, work, name, path)
+                    settings = _settings(work, name, upstream.url, judge, taken)
+                    gateway = start_gateway(procs, name, settings, log_dir=work)
                     clients = Clients(gateway.url)
-                    rows = [Row(entry, surface) for entry in entries for surface in surfaces]
-                    cell = Cell(which, config, taken, refused)
-                    cell.rows = _run_cell(clients, rows, f"{which}/{config}", concurrency, progress)
+                    rows, checks = _rows(entries, surfaces)
+                    cell = Cell(which, config, taken, refused, rows, checks)
+                    label = f"{which}/{config}"
+                    _run_cell(clients, [*rows, *checks], label, concurrency, progress)
                     clients.close()
                     procs.stop(gateway)
                     cells.append(cell)

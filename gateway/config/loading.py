@@ -36,6 +36,7 @@ from gateway.config.yamlenv import (
     interpolate_tree,
     parse_yaml,
 )
+from guard.probe import BUILTIN
 
 __all__ = ["describe_settings", "load_settings", "settings_from_env"]
 
@@ -62,6 +63,7 @@ def load_settings(path: str | Path, env: Mapping[str, str] | None = None) -> Set
     if not isinstance(tree, dict):
         found = "an empty document" if tree is None else type(tree).__name__
         raise ConfigError(f"{path}: the top level must be a mapping, not {found}")
+    _anchor_suite(tree, Path(path).parent)
     settings = _build(tree, str(path), os.environ if env is None else env)
     store = Path(settings.store.path)
     if store.is_absolute():
@@ -70,6 +72,17 @@ def load_settings(path: str | Path, env: Mapping[str, str] | None = None) -> Set
     return settings.model_copy(
         update={"store": settings.store.model_copy(update={"path": anchored})}
     )
+
+
+def _anchor_suite(tree: dict[str, Any], folder: Path) -> None:
+    """A relative `probe.suite` file is the config file's neighbour, as `store.path` is."""
+    probe = tree.get("probe")
+    suite = probe.get("suite") if isinstance(probe, dict) else None
+    if not isinstance(suite, str) or suite == BUILTIN or "${" in suite:
+        return
+    if not Path(suite).is_absolute():
+        assert isinstance(probe, dict)
+        probe["suite"] = os.path.abspath(folder / suite)
 
 
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
@@ -97,6 +110,9 @@ _ENV_TEMPLATE: dict[str, Any] = {
         "base_url": "${BIAS_JUDGE_BASE_URL:-}",
         "api_key": "${BIAS_JUDGE_API_KEY:-}",
         "scale": "${BIAS_SCALE:-1}",
+        "timeout": "${BIAS_JUDGE_TIMEOUT:-30}",
+        "max_tokens": "${BIAS_JUDGE_MAX_TOKENS:-}",
+        "max_text_chars": "${BIAS_JUDGE_MAX_TEXT_CHARS:-100000}",
     },
     "policies": {
         "default": {

@@ -33,6 +33,8 @@ from gateway.config.fields import (
 from gateway.config.moved import Moved, SectionsWithOldKeys
 from gateway.config.yamlenv import Loc
 from gateway.domain import Hold, Mode, OnTamper, Prejudge, StreamPolicy
+from guard.errors import SuiteError
+from guard.probe import BUILTIN, load_suite
 
 __all__ = [
     "AnthropicSettings",
@@ -41,6 +43,7 @@ __all__ = [
     "LimitSettings",
     "ModelRoute",
     "Policy",
+    "ProbeSettings",
     "QueueSettings",
     "ServerSettings",
     "StoreSettings",
@@ -290,6 +293,11 @@ class ReviewSettings(Model):
 
     borderline: Annotated[float, Field(ge=0)] = 0.1
     sample_passes: Annotated[float, Field(ge=0, le=1)] = 0.02
+    # When the judge's model, endpoint or prompt version changes, up to this many labelled
+    # records are judged again and the agreement compared (`gateway.server.canary`); 0: never.
+    canary_size: Annotated[int, Field(ge=0)] = 200
+    # A fall in F1 or kappa by more than this after a judge change is warned of.
+    canary_drop: Annotated[float, Field(ge=0, le=1)] = 0.1
 
 
 class QueueSettings(Model):
@@ -324,6 +332,28 @@ class QueueSettings(Model):
                 " is bound by judge calls in flight, not by workers"
             )
         return data
+
+
+class ProbeSettings(Model):
+    """The live probe (docs/probe.md#the-live-probe): a share of the requests whose prompt
+    names a group of `suite` is asked again in the background about each other group of
+    its dimension, within `max_per_minute` replays and `max_tokens_per_minute` upstream
+    tokens (unset: no token cap). `sample_rate: 0`, the default, turns it off."""
+
+    sample_rate: Annotated[float, Field(ge=0, le=1)] = 0.0
+    suite: Name = BUILTIN  # `builtin`, or a YAML or JSON suite file
+    max_per_minute: Annotated[int, Field(ge=1)] = 60
+    max_tokens_per_minute: OptionalPositiveInt = None
+
+    @field_validator("suite")
+    @classmethod
+    def _suite_loads(cls, value: str) -> str:
+        if value != BUILTIN:
+            try:
+                load_suite(value)
+            except SuiteError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 class ServerSettings(Model):

@@ -16,6 +16,7 @@ from gateway.config.sections import (
     LimitSettings,
     ModelRoute,
     Policy,
+    ProbeSettings,
     QueueSettings,
     ReviewSettings,
     ServerSettings,
@@ -49,6 +50,7 @@ class Settings(Model):
     queue: QueueSettings = Field(default_factory=QueueSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    probe: ProbeSettings = Field(default_factory=ProbeSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
 
     @field_validator("api_keys", mode="before")

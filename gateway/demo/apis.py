@@ -3,7 +3,7 @@
 Each model API the gateway scores is a `Surface` here: its non-stream answer, its
 stream and its error body, built from the request body and the answer's texts. The
 demo model (`gateway.demo.server`) and the tests' fake upstream
-(`tests/support/fake_openai.py`) both word their answers with these; the tests check
+(`testkit/fake_openai.py`) both word their answers with these; the tests check
 them against the official `openai` and `anthropic` SDKs.
 """
 

@@ -38,6 +38,7 @@ from gateway.config import Policy, Settings, load_settings, settings_from_env
 from gateway.domain import Mode, PolicyVerdict
 from gateway.proxy.surfaces.base import content_text
 from gateway.scoring.policy import block_reason, verdict_for
+from gateway.wire.tools import ToolArgument, arguments_of, with_tool_lines
 from guard import BiasScorer, JudgeError, create_bias_scorer
 
 __all__ = ["BiasGuardrail"]
@@ -87,12 +88,23 @@ class BiasGuardrail(CustomGuardrail):
         input_type: Literal["request", "response"],
         logging_obj: Any = None,
     ) -> Any:
-        """Judge the user's input (`request`) or the model's answer (`response`)."""
+        """Judge the user's input (`request`) or the model's answer (`response`): its
+        texts and, as the gateway does (`judge_tool_arguments`), the string arguments of
+        its tool calls."""
         text = self._text(inputs, input_type)
+        arguments = _tool_arguments(inputs) if input_type == "response" else []
+        if arguments and self.policy.judge_tool_arguments:
+            text = with_tool_lines([text] if text.strip() else [], arguments)[0]
+        else:
+            arguments = []
         if self.mode == "off" or not text.strip():
             return inputs
         details = await self.judge(text)
         details["input_type"] = input_type
+        if arguments:
+            details["tool_arguments"] = [
+                {"tool": argument.tool, "argument": argument.argument} for argument in arguments
+            ]
         _metadata(request_data)[_METADATA] = details
         if self.mode == "enforce":
             self._enforce(details)
@@ -196,6 +208,23 @@ def _scorer(settings: Settings) -> BiasScorer:
         categories=judge.bias_categories(),
         reason_language=judge.explanations.language,
     )
+
+
+def _tool_arguments(inputs: Any) -> list[ToolArgument]:
+    """The string arguments of the answer's tool calls, as LiteLLM hands them over
+    (`tool_calls`: OpenAI's `{"function": {"name", "arguments"}}`, or a server tool's
+    `{"name", "arguments" or "input"}`)."""
+    found: list[ToolArgument] = []
+    calls = inputs.get("tool_calls") if isinstance(inputs, Mapping) else None
+    for given in calls if isinstance(calls, list) else []:
+        call = given.model_dump() if hasattr(given, "model_dump") else given
+        if not isinstance(call, Mapping):
+            continue
+        function = call.get("function")
+        named = function if isinstance(function, Mapping) else call
+        given = named.get("arguments", named.get("input"))
+        found += arguments_of(named.get("name"), given)
+    return found
 
 
 def _metadata(request_data: dict[str, Any]) -> dict[str, Any]:

@@ -316,6 +316,61 @@ class Metrics:
             "Records and cache entries pruned for being older than store.retention_days.",
             registry=registry,
         )
+        self.probe_replays = Counter(
+            "bias_probe_replays_total",
+            "Live probe replays sent upstream, by outcome: answered or failed.",
+            ["outcome"],
+            registry=registry,
+        )
+        self.probe_tokens = Counter(
+            "bias_probe_upstream_tokens_total",
+            "Upstream tokens the live probe's replays used, as their usage reported them.",
+            registry=registry,
+        )
+        self.probe_dropped = Counter(
+            "bias_probe_replays_dropped_total",
+            "Live probe replays not sent, by cap: max_per_minute or max_tokens_per_minute.",
+            ["reason"],
+            registry=registry,
+        )
+
+        # The last judge canary's figures (`gateway.server.canary`), as the store keeps them.
+        self.canary_f1 = Gauge(
+            "bias_review_canary_f1",
+            "F1 of the judge's verdicts against reviewers' labels at the last judge change,"
+            " by judge (the one before and the one after).",
+            ["judge"],
+            registry=registry,
+            multiprocess_mode="mostrecent",
+        )
+        self.canary_kappa = Gauge(
+            "bias_review_canary_kappa",
+            "Cohen's kappa of the judge's verdicts against reviewers' labels at the last"
+            " judge change, by judge.",
+            ["judge"],
+            registry=registry,
+            multiprocess_mode="mostrecent",
+        )
+        self.canary_drop = Gauge(
+            "bias_review_canary_drop",
+            "How far the last judge change lowered the agreement with reviewers, by figure"
+            " (f1, kappa); negative when it rose.",
+            ["figure"],
+            registry=registry,
+            multiprocess_mode="mostrecent",
+        )
+        self.canary_drop_limit = Gauge(
+            "bias_review_canary_drop_limit",
+            "The fall in F1 or kappa after a judge change that is warned of (review.canary_drop).",
+            registry=registry,
+            multiprocess_mode="mostrecent",
+        )
+        self.canary_rejudged = Gauge(
+            "bias_review_canary_rejudged_records",
+            "Labelled records the last judge canary judged again.",
+            registry=registry,
+            multiprocess_mode="mostrecent",
+        )
 
     @classmethod
     def for_settings(cls, settings: Settings) -> Metrics:

@@ -1,6 +1,8 @@
 """`POST /v1/bias/score`: the native form, for text that never went through a proxy.
 
-One text (`text`, or `messages`, whose assistant text is judged) gives guard's
+One text (`text`, or `messages`, whose assistant text is judged with the string
+arguments of its assistant turns' tool calls, as the proxy judges an answer's,
+under the policy's `judge_tool_arguments`) gives guard's
 result in Mastra's shape (`runId`, `preprocessStepResult`, ..., `score`,
 `reason`) with the policy's `verdict` and the record's `status` beside it. A
 list (`texts`: strings, or objects with `text` or `messages`) gives
@@ -14,6 +16,8 @@ and `model` the model that wrote the text, kept on the record.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -23,6 +27,8 @@ from gateway.domain import Mode
 from gateway.errors import BadRequest, JudgeFailureBlocked
 from gateway.proxy.direct import MAX_TEXTS, DirectCall
 from gateway.scoring.outcome import Outcome
+from gateway.scoring.request import ScoreRequest, with_tool_arguments
+from gateway.wire.tools import ToolArgument, messages_tool_arguments
 from guard.errors import OutputShapeError
 from guard.outputs import assistant_text, valid_text
 
@@ -30,6 +36,22 @@ __all__ = ["bias_score"]
 
 _MODES: dict[str, Mode] = {"enforce": "enforce", "monitor": "monitor"}
 _FORMS = ("text", "messages", "texts")
+
+
+@dataclass(frozen=True, slots=True)
+class _Given:
+    """One text handed in, and the tool-call arguments of its messages."""
+
+    text: str
+    tool_arguments: tuple[ToolArgument, ...] = ()
+
+    def judged(self, job: ScoreRequest) -> tuple[ScoreRequest, str]:
+        """The text the judge reads, with the tool arguments as a proxied answer has
+        them, and the job that knows them."""
+        job, texts = with_tool_arguments(
+            job, [self.text] if self.text.strip() else [], self.tool_arguments
+        )
+        return job, texts[0] if texts else ""
 
 
 async def bias_score(request: Request) -> Response:
@@ -43,20 +65,21 @@ async def bias_score(request: Request) -> Response:
 
 async def _score(call: DirectCall, mode: Mode) -> Response:
     body = call.body
-    given = [form for form in _FORMS if form in body]
-    if len(given) != 1:
+    forms = [form for form in _FORMS if form in body]
+    if len(forms) != 1:
         raise BadRequest(
             "Give exactly one of `text`, `messages` (one text) or `texts` (a list).",
             param="text",
         )
-    listed = given[0] == "texts"
-    texts = _listed(body["texts"]) if listed else [_one(body, "")]
+    listed = forms[0] == "texts"
+    given = _listed(body["texts"]) if listed else [_one(body, "")]
     policy_name = _policy(call, body.get("policy"))
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise BadRequest("`model` must be a string.", param="model")
     call.state.model = model
-    jobs = [call.job(policy_name, mode, model) for _ in texts]
+    judged = [one.judged(call.job(policy_name, mode, model)) for one in given]
+    jobs, texts = [job for job, _ in judged], [text for _, text in judged]
     if mode == "monitor":
         outcomes = call.queue(jobs, texts)
     else:
@@ -84,7 +107,7 @@ def _mode(value: str) -> Mode:
     return mode
 
 
-def _listed(value: object) -> list[str]:
+def _listed(value: object) -> list[_Given]:
     if not isinstance(value, list) or not value:
         raise BadRequest("`texts` must be a non-empty array.", param="texts")
     if len(value) > MAX_TEXTS:
@@ -95,7 +118,7 @@ def _listed(value: object) -> list[str]:
     texts = []
     for index, item in enumerate(value):
         if isinstance(item, str):
-            texts.append(valid_text(item))
+            texts.append(_Given(valid_text(item)))
         elif isinstance(item, dict) and sum(form in item for form in _FORMS[:2]) == 1:
             texts.append(_one(item, f"texts[{index}]."))
         else:
@@ -106,21 +129,25 @@ def _listed(value: object) -> list[str]:
     return texts
 
 
-def _one(body: dict[str, Any], where: str) -> str:
-    """The text of one `{"text": ...}` or `{"messages": [...]}`."""
+def _one(body: dict[str, Any], where: str) -> _Given:
+    """The text of one `{"text": ...}`, or of one `{"messages": [...]}` with the tool-call
+    arguments of its assistant turns (which may be all there is to judge)."""
     if "text" in body:
         text = body["text"]
         if not isinstance(text, str):
             raise BadRequest(f"`{where}text` must be a string.", param=f"{where}text")
-        return valid_text(text)
+        return _Given(valid_text(text))
     messages = body["messages"]
     if not isinstance(messages, list) or not messages:
         raise BadRequest(
             f"`{where}messages` must be a non-empty array of messages.", param=f"{where}messages"
         )
+    arguments = tuple(messages_tool_arguments(messages))
     try:
-        return assistant_text(messages)
+        return _Given(assistant_text(messages), arguments)
     except OutputShapeError as exc:
+        if arguments and all(isinstance(message, Mapping) for message in messages):
+            return _Given("", arguments)  # an assistant turn that is only tool calls
         raise BadRequest(f"`{where}messages`: {exc}", param=f"{where}messages") from exc
 
 

@@ -21,9 +21,9 @@ from gateway.proxy.tap import StreamTap
 from gateway.runtime.quotas import KeyQuota
 from gateway.runtime.resources import Gateway
 from gateway.scoring.outcome import Outcome
-from gateway.scoring.request import ScoreRequest
+from gateway.scoring.request import ScoreRequest, with_tool_arguments
 from gateway.scoring.window_judge import WindowJudge
-from gateway.wire.tools import ToolArgument, with_tool_lines
+from gateway.wire.tools import ToolArgument
 
 __all__ = ["How", "ScoredCall", "unjudged", "without_type"]
 
@@ -120,10 +120,8 @@ class ScoredCall:
         return self._with_tools(tap.texts(), tap.reader.tool_arguments())
 
     def _with_tools(self, texts: list[str], arguments: list[ToolArgument]) -> list[str]:
-        if not self.policy.judge_tool_arguments or not arguments:
-            return texts
-        self.job = replace(self.job, tool_arguments=tuple(arguments))
-        return with_tool_lines(texts, arguments)
+        self.job, texts = with_tool_arguments(self.job, texts, arguments)
+        return texts
 
     async def settle(self, tap: StreamTap, *, partial: bool) -> Outcome:
         """Queue a finished stream's text for scoring, or record why there is none."""

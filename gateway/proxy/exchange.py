@@ -47,7 +47,8 @@ class UpstreamCall:
     sent_at: float = 0.0
     stream: bool = False  # whether the upstream was asked for a stream
 
-    def _headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
+        """The headers the upstream is sent: the target's credentials, what is forwarded."""
         headers = {"content-type": "application/json", "accept": "application/json"}
         client = self.request.headers
         for name in self.surface.forwarded_headers:
@@ -79,7 +80,7 @@ class UpstreamCall:
         )
         self.span = span
         self.span_context = span.get_span_context()
-        headers = self._headers()
+        headers = self.headers()
         propagate.inject(headers, context=trace.set_span_in_context(span))
         self.sent_at = time.perf_counter()
         try:

@@ -1,5 +1,6 @@
 """The scored path, written once for every surface: route, call the upstream, tap the
-stream, score, decide, render, store, observe.
+stream, score, decide, render, store, observe; then, the answer sent, offer the
+request to the live probe (`gateway.proxy.probing`).
 
 `ScoredEndpoint(surface)` is the ASGI endpoint of one surface's route. A
 monitored request holds its place in the scoring queue (`MonitorQueue.reservation`)
@@ -21,6 +22,7 @@ from gateway.proxy.decisions import Refusal
 from gateway.proxy.deliveries import deliver
 from gateway.proxy.exchange import UpstreamCall
 from gateway.proxy.intake import Intake, gateway_of
+from gateway.proxy.probing import offer_to_probe
 from gateway.proxy.surfaces import Surface
 from gateway.runtime.resources import Gateway
 from gateway.scoring.request import ScoreRequest
@@ -49,12 +51,14 @@ class ScoredEndpoint:
                 # Most requests: no place to hold, so no context manager to enter (its
                 # generator would add calls to every mode-off request; `bench.calls`).
                 await self._respond(call, True, scope, receive, send)
-                return
-            async with gateway.scoring.reservation(call.job) as admitted:
-                await self._respond(call, admitted, scope, receive, send)
+            else:
+                async with gateway.scoring.reservation(call.job) as admitted:
+                    await self._respond(call, admitted, scope, receive, send)
         finally:
             if call.quota is not None:  # held until the whole answer, stream or not, is sent
                 call.quota.release()
+        if gateway.probe.enabled:  # the answer has gone: the client waits for none of it
+            offer_to_probe(call)
 
     async def _respond(
         self, call: ScoredCall, admitted: bool, scope: Scope, receive: Receive, send: Send

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from gateway.config import Settings
 from gateway.observability.metrics import Metrics
 from gateway.observability.traces import Telemetry
+from gateway.probe import LiveProbe
 from gateway.runtime.keys import Authenticator
 from gateway.runtime.quotas import Quotas
 from gateway.scoring.policy import Sampler
@@ -32,6 +33,7 @@ class Gateway:
     telemetry: Telemetry
     metrics: Metrics
     quotas: Quotas
+    probe: LiveProbe
     samplers: dict[str, Sampler] = field(default_factory=dict)
     ready: bool = False
 
@@ -49,7 +51,8 @@ class Gateway:
     ) -> Gateway:
         """The gateway of `settings` over running parts. With `previous` (the one a
         reload replaces), a key whose limits stay keeps its quota, and a policy whose
-        sample rate stays keeps its sampler, so neither starts counting again."""
+        sample rate stays keeps its sampler, so neither starts counting again; the live
+        probe keeps its replays in flight, and its sampler and caps where they stay."""
         keys = settings.all_keys()
         kept = previous.samplers if previous is not None else {}
         samplers: dict[str, Sampler] = {}
@@ -72,6 +75,14 @@ class Gateway:
                 settings.limits,
                 on_limited=lambda key, limit: metrics.key_limited.labels(key, limit).inc(),
                 previous=previous.quotas if previous is not None else None,
+            ),
+            probe=LiveProbe(
+                settings,
+                store=store,
+                scoring=scoring,
+                upstream=upstream,
+                metrics=metrics,
+                previous=previous.probe if previous is not None else None,
             ),
             samplers=samplers,
         )

@@ -59,11 +59,14 @@ class Judging:
         usable = batch is not None and scorer.pipeline == "single"
         self.batcher = Batcher(scorer, batch, metrics=metrics) if usable and batch else None
 
-    def with_scorer(self, scorer: BiasScorer, *, batch: BatchPlan | None) -> Judging:
-        """The same judging (cache included) with another scorer and batch plan."""
+    def with_scorer(
+        self, scorer: BiasScorer, *, batch: BatchPlan | None, cache: bool = True
+    ) -> Judging:
+        """The same judging (cache included, unless not `cache`) with another scorer and
+        batch plan."""
         return Judging(
             scorer,
-            cache=self.cache,
+            cache=self.cache if cache else None,
             capture_content=self.capture_content,
             metrics=self.metrics,
             batch=batch,

@@ -1,9 +1,11 @@
 """Which lane a scoring's judge calls go in, and for which key (`guard.limits.lanes`).
 
 An enforced response waits for its verdict: its calls go first. Monitor verdicts
-come next, and explanations, which someone reads later if at all, last. Within a
-lane the keys take turns, weighted by `keys[].weight`, so one key's flood gets
-no more than its share of the judge while others wait.
+come next, then explanations, which someone reads later if at all, with the canary's
+checks of a new judge, which nobody waits for, and a live probe's replayed answers
+(`gateway.probe`) last. Within a lane the keys take turns, weighted by
+`keys[].weight`, so one key's flood gets no more than its share of the judge while
+others wait.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from gateway.scoring.request import ScoreRequest
 from guard.judge import Judge
 from guard.limits import LANES, JudgeLimiter, Lane, caller, calling_as, deadline
 
-__all__ = ["awaited", "enforcing", "explaining", "monitoring", "observe_limiter"]
+__all__ = [
+    "awaited",
+    "enforcing",
+    "explaining",
+    "monitoring",
+    "observe_limiter",
+    "probing",
+    "rechecking",
+]
 
 
 def _weight(request: ScoreRequest, settings: Settings) -> float:
@@ -45,6 +55,12 @@ def monitoring(
     return calling_as(Lane.MONITOR, request.key_name, _weight(request, settings))
 
 
+def probing(key_name: str | None, settings: Settings) -> contextlib.AbstractContextManager[None]:
+    """Judge calls inside judge a live probe's replayed answers, for the key whose request
+    was replayed: the last lane, below monitor and explanations."""
+    return calling_as(Lane.PROBE, key_name, settings.key_weight(key_name))
+
+
 @contextlib.contextmanager
 def explaining(*, deferred: bool = False) -> Iterator[None]:
     """Judge calls inside write an explanation: the last lane, for the same key. One an
@@ -56,6 +72,14 @@ def explaining(*, deferred: bool = False) -> Iterator[None]:
         return
     with calling_as(Lane.EXPLAIN, who.key or None, who.weight):
         yield
+
+
+def rechecking(
+    request: ScoreRequest, settings: Settings
+) -> contextlib.AbstractContextManager[None]:
+    """Judge calls inside judge a labelled record again, to check a new judge against
+    the reviewers (`gateway.server.canary`): nobody waits for them, so the last lane."""
+    return calling_as(Lane.EXPLAIN, request.key_name, _weight(request, settings))
 
 
 def observe_limiter(judge: Judge, metrics: Metrics) -> None:

@@ -6,6 +6,7 @@ Pure data; what a scoring came to is `gateway.scoring.outcome.Outcome`.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,11 +17,18 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext
 from gateway.config import Policy, Settings
 from gateway.domain import APIS, Api, Mode
 from gateway.store import ScoreRecord
-from gateway.wire.tools import ToolArgument
+from gateway.wire.tools import ToolArgument, with_tool_lines
 from gateway.work.payload import WorkPayload
 from guard.outputs import valid_text
 
-__all__ = ["ScoreRequest", "as_judged", "job_from", "stored_job", "work_for"]
+__all__ = [
+    "ScoreRequest",
+    "as_judged",
+    "job_from",
+    "stored_job",
+    "with_tool_arguments",
+    "work_for",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +74,30 @@ def as_judged(
     return request, [valid_text(text) for text in texts]
 
 
+def with_tool_arguments(
+    request: ScoreRequest, texts: list[str], arguments: Sequence[ToolArgument]
+) -> tuple[ScoreRequest, list[str]]:
+    """An answer's texts with its tool-call arguments' lines after them, and the request
+    that knows those arguments (for the record), when its policy judges them
+    (`judge_tool_arguments`); otherwise both as they are."""
+    if not request.policy.judge_tool_arguments or not arguments:
+        return request, texts
+    return replace(request, tool_arguments=tuple(arguments)), with_tool_lines(texts, arguments)
+
+
 def work_for(request: ScoreRequest, texts: list[str]) -> dict[str, Any]:
     """The work a pending record carries for `request`, whose judged `texts` these are."""
-    return WorkPayload(texts, request.policy_name, request.chat_span).encode()
+    return WorkPayload(
+        texts, request.policy_name, request.chat_span, request.tool_arguments
+    ).encode()
 
 
 def job_from(record: ScoreRecord, settings: Settings) -> tuple[ScoreRequest, list[str]]:
     """The job and texts a claimed record holds, under `settings`' policies (a policy
     this process does not define falls back to its default one). Raises `WorkError`."""
     work = WorkPayload.decode(record.work, record.run_id)
-    return stored_job(record, settings, policy=work.policy, chat_span=work.trace), work.texts
+    job = stored_job(record, settings, policy=work.policy, chat_span=work.trace)
+    return replace(job, tool_arguments=work.tool_arguments), work.texts
 
 
 def stored_job(

@@ -40,7 +40,7 @@ from gateway.scoring.cache import ScoreCache
 from gateway.scoring.evaluation import Evaluations, Manner
 from gateway.scoring.fairness import key_of
 from gateway.scoring.judging import Judging
-from gateway.scoring.lanes import awaited, monitoring, observe_limiter
+from gateway.scoring.lanes import awaited, monitoring, observe_limiter, rechecking
 from gateway.scoring.outcome import Outcome
 from gateway.scoring.queue import MonitorQueue
 from gateway.scoring.reasons import DeferredReasons
@@ -200,6 +200,15 @@ class Scoring:
         return await self.evaluations.evaluate(
             request, texts, verdicts, manner, in_request=in_request
         )
+
+    async def rejudge(self, request: ScoreRequest, text: str) -> Outcome:
+        """`text` judged again by the judge in force, for the canary (`gateway.server.canary`):
+        its verdicts under `request.policy`, in the explanation lane, past the cache (a
+        changed endpoint keeps the cache's keys), and recorded nowhere."""
+        request, texts = as_judged(request, [text], self.max_text_chars)
+        judging = self.judging.with_scorer(self.scorer, batch=None, cache=False)
+        with rechecking(request, self.settings):
+            return await judging.verdicts(request, texts)
 
     # -- an answer judged in windows (`gateway.scoring.window_judge`) -----------------
 

@@ -19,6 +19,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway.api.canary import review_canary
+from gateway.api.probe import probe_findings
 from gateway.api.reviews import review_agreement, review_export, review_post, review_queue
 from gateway.api.search import score_list, score_lookup, score_stats
 from gateway.api.ui import ui_routes
@@ -37,6 +39,7 @@ from gateway.proxy.surfaces import SURFACES
 from gateway.runtime.lifecycle import build_judge, scoring_runtime
 from gateway.runtime.reconfigure import reconfigured
 from gateway.runtime.resources import Gateway
+from gateway.server.canary import JudgeCanary
 from gateway.server.health import healthz, metrics_endpoint, readyz
 from gateway.server.reload import HangupLatch, Reloader, ReloadResult, ServedFrom, admin_reload
 from gateway.server.startup import log_reloaded
@@ -107,9 +110,11 @@ def create_app(
                     "no gateway API keys configured: the gateway is open to anyone who can reach it"
                 )
             app.state.gateway = state
+            canary = JudgeCanary(store, metrics)
 
             def apply(new: Settings) -> None:
                 app.state.gateway = reconfigured(app.state.gateway, new, runtime.judges)
+                canary.check(runtime.scoring)  # a changed judge is checked against the labels
 
             reloader = Reloader(
                 served,
@@ -122,6 +127,7 @@ def create_app(
             if freeze_gc:
                 _freeze_startup_objects()
             state.ready = True
+            await canary.start(runtime.scoring)
             if hangup is not None:
                 reloader.listen(asyncio.get_running_loop(), hangup)
             try:
@@ -129,6 +135,8 @@ def create_app(
             finally:
                 reloader.active = False
                 app.state.gateway.ready = False
+                await canary.stop()
+                await app.state.gateway.probe.aclose()
                 if retention is not None:
                     await retention.stop()
 
@@ -144,11 +152,13 @@ def create_app(
             Route("/v1/bias/scores", score_list, methods=["GET"]),
             Route("/v1/bias/stats", score_stats, methods=["GET"]),
             Route("/v1/bias/whatif", score_whatif, methods=["GET"]),
+            Route("/v1/bias/probe/findings", probe_findings, methods=["GET"]),
             Route("/v1/bias/scores/{run_id}", score_lookup, methods=["GET"]),
             Route("/v1/bias/scores/{run_id}/review", review_post, methods=["POST"]),
             Route("/v1/bias/reviews/queue", review_queue, methods=["GET"]),
             Route("/v1/bias/reviews/agreement", review_agreement, methods=["GET"]),
             Route("/v1/bias/reviews/export", review_export, methods=["GET"]),
+            Route("/v1/bias/reviews/canary", review_canary, methods=["GET"]),
             Route(
                 "/v1/{path:path}",
                 passthrough,
@@ -269,13 +279,30 @@ def app_from_environment() -> Starlette:
     return serve_app(ServeOptions(settings, log_level=level, served=served))
 
 
+# Objects allocated (net) between two young collections; the standard library's is 700.
+YOUNG_COLLECTION_EVERY = 10_000
+
+
 def _freeze_startup_objects() -> None:
-    """Move everything alive after startup out of the collector's reach.
+    """Move everything alive after startup out of the collector's reach, and collect
+    the young generation less often.
 
     The modules, settings and pools (~70k objects) never die, yet each full
     collection walked them all: tens of milliseconds with the loop stopped,
     which showed as the p99 under load. `gc.freeze()` is the standard library's
     tool for this (https://docs.python.org/3/library/gc.html#gc.freeze).
+
+    Monitor mode keeps hundreds of scorings in flight, each a chain of suspended
+    coroutines, futures and judge connections that lives for its judge calls (a
+    second each). At the default threshold the young collections ran every few
+    hundred allocations and walked those same live objects again and again, promoting
+    them into the older generations, whose collections then walked them too: work
+    on the request's event loop that grew with the judge's latency, not the
+    request, and the longest pauses a request met. Collected less often, the live
+    objects are walked that much less often and fewer reach the older generations
+    (`python -m bench monitor_overhead`, bench/results/monitor-overhead-*.md).
     """
     gc.collect()
     gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from gateway.store.outage import Backlog
+from gateway.store.probes import ProbePair, ProbeQuery
 from gateway.store.queries import ScoreQuery, StatsGroup, StatsQuery
 from gateway.store.records import CacheEntry, ScoreRecord
 from gateway.store.whatif import WhatIf, WhatIfQuery
@@ -70,6 +71,14 @@ class Store(Protocol):
 
     async def insert(self, sql: str, values: list[object]) -> list[Any]:
         """One write, committed at once, in a transaction of its own; its RETURNING rows."""
+        ...
+
+    async def add_probe_pairs(self, pairs: list[ProbePair]) -> None:
+        """Store a live probe's pairs (`gateway.store.probes`) at once, not queued."""
+        ...
+
+    async def probe_pairs(self, query: ProbeQuery) -> list[ProbePair]:
+        """The pairs of `query`'s window, oldest first (at most the newest `MAX_PAIRS`)."""
         ...
 
     async def ping(self) -> None: ...

@@ -15,7 +15,9 @@ indexes of the search and stats APIs (`gateway.store.queries`); version 4 the ra
 of overload sampling (`gateway.scoring.shedding`); version 5 the count of biased
 opinions a verdict rests on beside its score; version 6 what in an answer addressed
 the judge and how its text was read (`guard.integrity`); version 7 empties the score
-cache; version 8 adds the reviewers' labels (`gateway.store.reviews`). An SQLite file from
+cache; version 8 adds the reviewers' labels (`gateway.store.reviews`); version 9 the
+live probe's pairs (`gateway.store.probes`); version 10 what a process keeps by name
+across restarts (`gateway.store.state`). An SQLite file from
 before then (it has `scores` but no `schema_migrations`) is brought up to it by
 adding the columns it lacks.
 """
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.store.dialect import POSTGRES, SQLITE, Dialect
+from gateway.store.probes import PROBE_PAIRS_V9
 from gateway.store.records import StoreError
 
 __all__ = [
@@ -236,6 +239,14 @@ _V8: tuple[Step, ...] = (
     "CREATE INDEX IF NOT EXISTS reviews_key_created ON reviews (key_name, created_at)",
 )
 
+# Version 10: what a process last saw of things that outlive it, by name
+# (`gateway.store.state`): the judge's identity, which a changed judge is told by, and the
+# report of the canary that checked the last change against the reviewers' labels.
+_V10: tuple[Step, ...] = (
+    "CREATE TABLE IF NOT EXISTS gateway_state ("
+    " name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at {real} NOT NULL)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "scores and score_cache", _V1),
     Migration(2, "durable scoring work: work, attempts, lease", _V2),
@@ -245,6 +256,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "tamper findings and the normalising steps of the judged text", _V6),
     Migration(7, "the score cache emptied of entries that may hold judged texts", _V7),
     Migration(8, "reviews: reviewers' labels of judged records", _V8),
+    Migration(9, "the live probe's pairs of answers", PROBE_PAIRS_V9),
+    Migration(10, "gateway state: the judge last seen and its canary", _V10),
 )
 
 _LEDGER = (

@@ -19,12 +19,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 from gateway.store.dialect import POSTGRES, Statements
 from gateway.store.migrations import migrate_postgres
 from gateway.store.outage import Backlog
+from gateway.store.postgres_outage import is_outage, reading
+from gateway.store.probes import ProbePair, ProbeQuery, ProbeStatements, pair_from_row
 from gateway.store.queries import (
     ScoreQuery,
     StatsGroup,
@@ -53,6 +55,7 @@ __all__ = ["WORK_CHANNEL", "PostgresStore", "redacted_url"]
 logger = logging.getLogger("gateway.store")
 
 _SQL = Statements.of(POSTGRES)
+_PROBES = ProbeStatements.of(POSTGRES)
 # New work wakes idle scorers: a NOTIFY once the batch that stores it is committed,
 # delivered to every session LISTENing (`wait_for_work`).
 WORK_CHANNEL = "bias_work"
@@ -72,42 +75,6 @@ def redacted_url(url: str) -> str:
         return url
     user = credentials.split(":", 1)[0]
     return f"{scheme}{sep}{user}:****@{host}"
-
-
-def _is_outage(exc: BaseException) -> bool:
-    """The database is away, not the batch at fault: the connection broke or was never
-    made (08xxx, OSError, asyncpg's interface errors), the server stops or restarts
-    (57xxx), it is out of room or connections (53xxx), refuses connections to the
-    database (55000) or the login (28xxx), is read-only after a failover (25006),
-    rolled back a conflict (40xxx), or did not answer in time."""
-    import asyncpg
-
-    return isinstance(
-        exc,
-        OSError
-        | TimeoutError
-        | asyncpg.InterfaceError
-        | asyncpg.InternalClientError
-        | asyncpg.PostgresConnectionError
-        | asyncpg.OperatorInterventionError
-        | asyncpg.InsufficientResourcesError
-        | asyncpg.ObjectNotInPrerequisiteStateError
-        | asyncpg.InvalidAuthorizationSpecificationError
-        | asyncpg.ReadOnlySQLTransactionError
-        | asyncpg.TransactionRollbackError,
-    )
-
-
-@contextlib.asynccontextmanager
-async def _reading(where: str) -> AsyncIterator[None]:
-    """A read on a database that is away raises `StoreError` (answered 503), not the
-    driver's own error."""
-    try:
-        yield
-    except Exception as exc:
-        if _is_outage(exc):
-            raise StoreError(f"score store {where} does not answer: {exc}") from exc
-        raise
 
 
 async def _keep_session(connection: Any) -> None:
@@ -152,7 +119,7 @@ class PostgresStore:
             batch_max=batch_max,
             linger=linger,
             buffer_records=buffer_records,
-            is_outage=_is_outage,
+            is_outage=is_outage,
             on_dropped=on_dropped,
         )
         self._listener: Any = None  # a connection of its own, outside the pool
@@ -238,7 +205,7 @@ class PostgresStore:
         held = self._writer.held(run_id)
         if held is not None:
             return held
-        async with _reading(self.describe()):
+        async with reading(self.describe()):
             row = await self._pool.fetchrow(_SQL.select, run_id)
         return None if row is None else record_from_row(row)
 
@@ -248,7 +215,7 @@ class PostgresStore:
     async def status_counts(self) -> dict[str, int]:
         self._require()
         counts: dict[str, int] = dict.fromkeys(sorted(STATUSES), 0)
-        async with _reading(self.describe()):
+        async with reading(self.describe()):
             rows = await self._pool.fetch(_SQL.counts)
         counts.update({row[0]: row[1] for row in rows})
         return counts
@@ -258,12 +225,12 @@ class PostgresStore:
         `before`; returns how many went. Replicas pruning at once only share the work."""
         self._require()
         async with self._pool.acquire() as conn, conn.transaction():
-            prunes = (_SQL.prune_records, _SQL.prune_cache, _SQL.prune_reviews)
+            prunes = (_SQL.prune_records, _SQL.prune_cache, _SQL.prune_reviews, _PROBES.prune)
             return sum([_count(await conn.execute(sql, before, batch)) for sql in prunes])
 
     async def insert(self, sql: str, values: list[object]) -> list[Any]:
         self._require()
-        async with _reading(self.describe()):
+        async with reading(self.describe()):
             return list(await self._pool.fetch(sql, *values))
 
     # -- durable work (`gateway.work.payload`) ----------------------------------------------
@@ -336,7 +303,7 @@ class PostgresStore:
         """After a flush, each statement's rows, read through the pool of custom plans."""
         await self.flush()
         self._require()
-        async with _reading(self.describe()):
+        async with reading(self.describe()):
             return [await self._reads.fetch(sql, *values) for sql, values in statements]
 
     async def search(self, query: ScoreQuery) -> list[ScoreRecord]:
@@ -350,6 +317,14 @@ class PostgresStore:
 
     async def whatif(self, query: WhatIfQuery) -> WhatIf:
         return whatif_result(query, *await self.query(*whatif_sql(query, POSTGRES)))
+
+    async def add_probe_pairs(self, pairs: list[ProbePair]) -> None:
+        self._require()
+        await self._pool.executemany(_PROBES.insert, _PROBES.rows(pairs))
+
+    async def probe_pairs(self, query: ProbeQuery) -> list[ProbePair]:
+        (rows,) = await self.query(_PROBES.select(query))
+        return [pair_from_row(row) for row in rows]
 
     async def ping(self) -> None:
         """Raise `StoreError` unless the database answers."""

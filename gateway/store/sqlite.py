@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from gateway.store.dialect import SQLITE, Statements
 from gateway.store.outage import Backlog
+from gateway.store.probes import ProbePair, ProbeQuery, ProbeStatements, pair_from_row
 from gateway.store.queries import (
     ScoreQuery,
     StatsGroup,
@@ -64,6 +65,13 @@ logger = logging.getLogger("gateway.store")
 _T = TypeVar("_T")
 
 _SQL = Statements.of(SQLITE)
+_PROBES = ProbeStatements.of(SQLITE)
+
+# How long the writer gathers records before a commit. Its thread needs the GIL to
+# run, so each time a record wakes it, the request path's thread waits for the GIL
+# once more: a longer linger, fewer batches, fewer such waits. A read does not wait
+# for it (a flush commits what is queued at once), nor does a record's caller.
+LINGER = 0.05
 
 
 class SQLiteStore:
@@ -82,7 +90,7 @@ class SQLiteStore:
         path: str | Path,
         *,
         batch_max: int = 512,
-        linger: float = 0.005,
+        linger: float = LINGER,
         clock: Callable[[], float] = time.time,
         buffer_records: int = 10_000,
         on_dropped: DroppedHook | None = None,
@@ -294,10 +302,8 @@ class SQLiteStore:
             conn = connect(self._path)
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                counts = [
-                    int(conn.execute(sql, (before, batch)).rowcount)
-                    for sql in (_SQL.prune_records, _SQL.prune_cache, _SQL.prune_reviews)
-                ]
+                prunes = (_SQL.prune_records, _SQL.prune_cache, _SQL.prune_reviews, _PROBES.prune)
+                counts = [int(conn.execute(sql, (before, batch)).rowcount) for sql in prunes]
                 conn.execute("COMMIT")
                 return sum(counts)
             finally:
@@ -305,6 +311,19 @@ class SQLiteStore:
 
         self._writer.require()
         return await asyncio.to_thread(delete)
+
+    async def add_probe_pairs(self, pairs: list[ProbePair]) -> None:
+        """Store a live probe's pairs: one short transaction on a connection of its own."""
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.executemany(_PROBES.insert, _PROBES.rows(pairs))
+
+        self._writer.require()
+        await asyncio.to_thread(self._in_work_transaction, insert)
+
+    async def probe_pairs(self, query: ProbeQuery) -> list[ProbePair]:
+        sql, values = _PROBES.select(query)
+        return [pair_from_row(row) for row in await self._scan(sql, values)]
 
     async def claim(
         self, worker: str, *, limit: int, lease_seconds: float, max_attempts: int

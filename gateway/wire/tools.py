@@ -13,8 +13,9 @@ are one line, as they are.
 ['Sent.\\n\\nTool send_message, argument to: team\\nTool send_message, argument body.text: Hi all']
 
 Whole answers are read by `chat_tool_arguments`, `response_tool_arguments` and
-`message_tool_arguments`; streams by `ResponseToolCalls` and `MessageToolCalls`
-(a chat stream's calls are rebuilt by `gateway.wire.accumulate`).
+`message_tool_arguments`, a chat conversation's assistant turns by
+`messages_tool_arguments`; streams by `ResponseToolCalls` and `MessageToolCalls` (a
+chat stream's calls are rebuilt by `gateway.wire.accumulate`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "arguments_of",
     "chat_tool_arguments",
     "message_tool_arguments",
+    "messages_tool_arguments",
     "opinion_sources",
     "response_tool_arguments",
     "with_tool_lines",
@@ -139,17 +141,34 @@ def chat_tool_arguments(completion: Mapping[str, Any]) -> list[ToolArgument]:
     found: list[ToolArgument] = []
     choices = completion.get("choices")
     for choice in choices if isinstance(choices, list) else []:
-        message = choice.get("message") if isinstance(choice, Mapping) else None
-        if not isinstance(message, Mapping):
-            continue
-        calls = message.get("tool_calls")
-        functions = [
-            call.get("function") for call in calls if isinstance(call, Mapping)
-        ] if isinstance(calls, list) else []  # fmt: skip
-        functions.append(message.get("function_call"))
-        for function in functions:
-            if isinstance(function, Mapping):
-                found += arguments_of(function.get("name"), function.get("arguments"))
+        if isinstance(choice, Mapping):
+            found += _message_arguments(choice.get("message"))
+    return found
+
+
+def messages_tool_arguments(messages: object) -> list[ToolArgument]:
+    """The calls of a chat conversation's assistant messages, as `chat_tool_arguments`
+    reads an answer's message (`POST /v1/bias/score` with `messages`)."""
+    found: list[ToolArgument] = []
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, Mapping) and message.get("role") == "assistant":
+            found += _message_arguments(message)
+    return found
+
+
+def _message_arguments(message: object) -> list[ToolArgument]:
+    """One chat message's `tool_calls` and legacy `function_call`."""
+    if not isinstance(message, Mapping):
+        return []
+    calls = message.get("tool_calls")
+    functions = [
+        call.get("function") for call in calls if isinstance(call, Mapping)
+    ] if isinstance(calls, list) else []  # fmt: skip
+    functions.append(message.get("function_call"))
+    found: list[ToolArgument] = []
+    for function in functions:
+        if isinstance(function, Mapping):
+            found += arguments_of(function.get("name"), function.get("arguments"))
     return found
 
 

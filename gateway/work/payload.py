@@ -1,8 +1,9 @@
 """Durable monitor work: what a pending record holds so that any process can score it.
 
 A monitored response is stored `pending` with its `work`: the texts as the
-judge will see them, the name of the policy it follows and the trace context of
-its request. Whoever scores it (the gateway that took the request, or a
+judge will see them, the name of the policy it follows, the trace context of
+its request and the tool-call arguments among the texts (for the record's
+`toolArguments` and `opinionSources`). Whoever scores it (the gateway that took the request, or a
 `bias-gateway scorer` process) holds a lease on the record (`leased_by`,
 `lease_until`) and renews it while it works. The final write erases the work; a
 final status, once written, is never overwritten (`records.upsert_sql`).
@@ -26,6 +27,8 @@ from typing import Any
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
+from gateway.wire.tools import ToolArgument
+
 __all__ = ["WORK_VERSION", "WorkError", "WorkPayload", "worker_id"]
 
 WORK_VERSION = 1
@@ -42,15 +45,22 @@ def worker_id() -> str:
 
 @dataclass(frozen=True, slots=True)
 class WorkPayload:
-    """What a pending record carries: the judged texts, its policy's name, its trace."""
+    """What a pending record carries: the judged texts, its policy's name, its trace, the
+    tool-call arguments judged among the texts."""
 
     texts: list[str]
     policy: str | None = None
     trace: SpanContext | None = None
+    tool_arguments: tuple[ToolArgument, ...] = ()
 
     def encode(self) -> dict[str, Any]:
         """The stored form (`ScoreRecord.work`)."""
         work: dict[str, Any] = {"v": WORK_VERSION, "texts": self.texts, "policy": self.policy}
+        if self.tool_arguments:
+            work["tool_arguments"] = [
+                [argument.tool, argument.argument, argument.value]
+                for argument in self.tool_arguments
+            ]
         span = self.trace
         if span is not None and span.is_valid:
             work["trace"] = {
@@ -69,7 +79,23 @@ class WorkPayload:
         if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
             raise WorkError(f"run {run_id}: work holds no texts")
         name = work.get("policy")
-        return cls(texts, name if isinstance(name, str) else None, span_of(work.get("trace")))
+        return cls(
+            texts,
+            name if isinstance(name, str) else None,
+            span_of(work.get("trace")),
+            _tool_arguments(work.get("tool_arguments")),
+        )
+
+
+def _tool_arguments(stored: object) -> tuple[ToolArgument, ...]:
+    """The stored `[tool, argument, value]` triples. Like a damaged trace, damaged ones
+    are left out, not fatal: the texts still hold their lines, and are judged."""
+    if not isinstance(stored, list) or not all(
+        isinstance(item, list) and len(item) == 3 and all(isinstance(part, str) for part in item)
+        for item in stored
+    ):
+        return ()
+    return tuple(ToolArgument(*item) for item in stored)
 
 
 def _version(work: object) -> object:

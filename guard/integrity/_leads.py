@@ -26,6 +26,7 @@ starts inside a longer word is not one.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 __all__ = ["KEY_CHARS", "Leads"]
 
@@ -147,6 +148,15 @@ class Leads:
     def _pattern(self, key: str | None) -> re.Pattern[str]:
         pattern = self._compiled[key] = re.compile(self._sources[key], self._flags)
         return pattern
+
+    def finditer(self, present: set[str] | frozenset[str], text: str) -> Iterator[re.Match[str]]:
+        """Every match in `text` of the parts whose key is present, part by part (so not
+        in the text's order)."""
+        keys: list[str | None] = [*(self.keys & present)]
+        if None in self._sources:
+            keys.append(None)
+        for key in keys:
+            yield from (self._compiled.get(key) or self._pattern(key)).finditer(text)
 
     def search(self, present: set[str] | frozenset[str], text: str) -> re.Match[str] | None:
         """The leftmost match in `text`, looking only for the parts whose key is present."""

@@ -24,9 +24,10 @@ class Lane(StrEnum):
     ENFORCE = "enforce"  # a client's response waits for it
     MONITOR = "monitor"  # a verdict recorded after the response went out
     EXPLAIN = "explain"  # an explanation written after its score
+    PROBE = "probe"  # a live probe's replayed answers (`gateway.probe`): nobody waits
 
 
-LANES = (Lane.ENFORCE, Lane.MONITOR, Lane.EXPLAIN)
+LANES = (Lane.ENFORCE, Lane.MONITOR, Lane.EXPLAIN, Lane.PROBE)
 
 
 @dataclass(frozen=True, slots=True)

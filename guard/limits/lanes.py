@@ -7,6 +7,9 @@ Pure bookkeeping, no I/O and no clock, so its order is tested exhaustively.
    share of the limit goes first, so background work always progresses;
 2. else the most urgent lane with a waiter.
 
+The probe's lane, last, keeps no share: a live probe's replays are judged with
+what the other lanes leave, and wait for it.
+
 Calls take about as long whichever lane they are in, so within one call's
 duration every slot held now comes free; enforce is handed all of them bar the
 reserved shares, which never take every slot. That is how an enforced request

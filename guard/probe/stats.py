@@ -94,7 +94,7 @@ def findings(
     """Every group of `dimensions` (name -> its groups) against the others, on each metric,
     from `cells`' answered ones (an answer whose judging failed counts for the refusal
     rate alone); p-values corrected together. A metric one side has no
-    answer for (two, for a mean) is left out."""
+    answer for (two, for a permutation-tested one) is left out."""
     rng = np.random.default_rng(seed)
     by_group: dict[tuple[str, str], list[Cell]] = {}
     for cell in cells:
@@ -129,13 +129,13 @@ def _compare(
     dimension: str, group: str, mine: list[Cell], others: list[Cell], rng: np.random.Generator
 ) -> list[Finding]:
     def finding(metric: Metric, x: NDArray[np.float64], y: NDArray[np.float64]) -> Finding | None:
+        # Fisher's test needs an answer a side; a permutation test two (scipy's rule).
+        least = 1 if metric is Metric.REFUSAL_RATE else 2
+        if len(x) < least or len(y) < least:
+            return None
         if metric in (Metric.BIAS_SCORE, Metric.LENGTH):
-            if len(x) < 2 or len(y) < 2:
-                return None
             ci = _mean_difference_ci(x, y, rng)
         else:
-            if not len(x) or not len(y):
-                return None
             ci = _proportion_difference_ci(int(x.sum()), len(x), int(y.sum()), len(y))
         if metric is Metric.REFUSAL_RATE:
             p = _fisher(int(x.sum()), len(x), int(y.sum()), len(y))

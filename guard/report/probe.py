@@ -16,10 +16,12 @@ from guard.probe.stats import Metric, format_value
 from guard.report.charts import BAND_COLOURS, BAR_COLOUR, Bar, bar_chart
 from guard.report.page import templates
 
-__all__ = ["render_probe"]
+__all__ = ["FINDING_COLUMNS", "finding_row", "probe_charts", "render_probe"]
 
 _SHOWN_FAILURES = 50
 _CHARTED = {Metric.REFUSAL_RATE: BAR_COLOUR, Metric.BIASED_SHARE: BAND_COLOURS[4]}
+FINDING_COLUMNS = ("dimension", "group", "metric", "group", "others", "effect", "95% CI",
+                   "p", "q", "significant")  # fmt: skip
 
 
 def render_probe(
@@ -55,8 +57,9 @@ def render_probe(
             title=title,
             facts=facts,
             summary=summary,
-            charts=_charts(found),
-            rows=[_row(finding) for finding in found],
+            charts=probe_charts(found),
+            columns=FINDING_COLUMNS,
+            rows=[finding_row(finding) for finding in found],
             failures=[
                 (f"{cell['dimension']} / {cell['group']}", cell["prompt"], cell["error"])
                 for cell in failed[:_SHOWN_FAILURES]
@@ -66,8 +69,9 @@ def render_probe(
     )
 
 
-def _charts(found: Sequence[Mapping[str, Any]]) -> list[tuple[str, Markup]]:
-    """Per dimension, in the findings' order: each group's refusal rate and biased share."""
+def probe_charts(found: Sequence[Mapping[str, Any]]) -> list[tuple[str, Markup]]:
+    """Per dimension, in the findings' order: each group's refusal rate and biased share
+    (the gateway's dashboard shows the live probe's with these too)."""
     bars: dict[str, list[Bar]] = {}
     for finding in found:
         metric = Metric(finding["metric"])
@@ -96,7 +100,8 @@ def _charts(found: Sequence[Mapping[str, Any]]) -> list[tuple[str, Markup]]:
     ]
 
 
-def _row(finding: Mapping[str, Any]) -> list[str]:
+def finding_row(finding: Mapping[str, Any]) -> list[str]:
+    """A finding as the report's table shows it, in `FINDING_COLUMNS`' order."""
     metric = Metric(finding["metric"])
     low, high = finding["ci"]
     return [

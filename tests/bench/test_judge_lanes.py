@@ -7,16 +7,15 @@ from typing import Any
 
 import pytest
 
-from bench import judge_lanes
-from bench.slow_fake import SlowFake
-from tests.support.servers import ServerThread
+from bench.fakes.paced import Pace, PacedFake
+from bench.judge import lanes as judge_lanes
+from bench.judge import lanes_report
+from testkit.servers import ServerThread
 
 
 @pytest.fixture
 def slow_upstream() -> Any:
-    fake = SlowFake(
-        chunks=2, ttft=0.05, chunk_interval=0.01, judge_latency=0.1, jitter=0.3, judge_rps=None
-    )
+    fake = PacedFake(Pace(chunks=2, ttft=0.05, chunk_interval=0.01, judge_latency=0.1, jitter=0.3))
     server = ServerThread(fake.app).start()
     yield fake, server
     server.stop()
@@ -72,13 +71,13 @@ def test_targets_judge_the_cells_that_ran() -> None:
             cell("monitor two keys 280 + 20", [{"key": "small", "scored": 0.98}]),
         ],
     }
-    found = {target["name"]: target for target in judge_lanes.targets(results)}
+    found = {target["name"]: target for target in lanes_report.targets(results)}
     ratio = found["enforce beside monitor: p50 overhead / at 20 req/s alone"]
     assert (ratio["measured"], ratio["met"]) == (1.3, True)
     assert found["two keys: the 20 req/s key scored"]["met"] is False
     auto = cell("auto", [], judge={"max_concurrency": "auto"}, reached_80pct_s=12.0, share_429=0.02)
     results["cells"] = [*results["cells"][2:], auto]
-    names = [(target["name"], target["met"]) for target in judge_lanes.targets(results)]
+    names = [(target["name"], target["met"]) for target in lanes_report.targets(results)]
     assert names == [
         ("two keys: the 20 req/s key scored", False),
         ("auto: 80 % of the judge's allowance reached after", True),

@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 import pytest
 
-from bench import judge_shedding
-from bench.slow_fake import BIASED_MARK, SlowFake
-from tests.support.servers import ServerThread
+from bench.fakes.paced import BIASED_MARK, Pace, PacedFake
+from bench.judge import shedding as judge_shedding
+from testkit.servers import ServerThread
 
 
 def test_slices_give_the_scored_share_of_each_ten_seconds() -> None:
@@ -21,14 +21,15 @@ def test_slices_give_the_scored_share_of_each_ten_seconds() -> None:
 
 
 def test_every_nth_reply_of_the_fake_is_biased_and_judged_so() -> None:
-    fake = SlowFake(
-        chunks=2,
-        ttft=0.0,
-        chunk_interval=0.0,
-        judge_latency=0.0,
-        jitter=0.0,
-        judge_rps=None,
-        biased_every=3,
+    fake = PacedFake(
+        Pace(
+            chunks=2,
+            ttft=0.0,
+            chunk_interval=0.0,
+            judge_latency=0.0,
+            jitter=0.0,
+            biased_every=3,
+        )
     )
     server = ServerThread(fake.app).start()
     try:

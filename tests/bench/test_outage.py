@@ -1,4 +1,4 @@
-"""`python -m bench.outage` at a tiny scale: a real cluster stopped for 2 s under 10
+"""`python -m bench outage` at a tiny scale: a real cluster stopped for 2 s under 10
 req/s through two gateways and a scorer; the report's figures must add up, and they
 must say what the store's outage test asserts (no error, no record lost, all final)."""
 
@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from bench import outage
-from bench.outage_report import PHASES
-from tests.support.postgres import find_bin_dir, unavailable
+from bench.outage import run as outage
+from bench.outage.report import PHASES
+from testkit.postgres import find_bin_dir
+from tests.support.postgres import unavailable
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from bench.prejudge import Case, long_answer, markdown
+from bench.streams.prejudge import Case, long_answer, markdown
 
 
 def test_the_table_gives_the_wait_in_judge_calls() -> None:

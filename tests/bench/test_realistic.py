@@ -13,19 +13,18 @@ from typing import Any
 
 import pytest
 
-from bench import realistic
-from bench.slow_fake import SlowFake
-from bench.targets import realistic_targets
-from tests.support.servers import ServerThread
+from bench.fakes.paced import Pace, PacedFake
+from bench.harness.openloop import Load, Sent, open_loop
+from bench.peers import realistic
+from bench.peers.targets import realistic_targets
+from testkit.servers import ServerThread
 
 RUN = Path(__file__).resolve().parents[2] / "bench" / "results" / "realistic-latest.json"
 
 
 @pytest.fixture
 def slow_upstream() -> Any:
-    fake = SlowFake(
-        chunks=2, ttft=0.1, chunk_interval=0.01, judge_latency=0.1, jitter=0.3, judge_rps=None
-    )
+    fake = PacedFake(Pace(chunks=2, ttft=0.1, chunk_interval=0.01, judge_latency=0.1, jitter=0.3))
     server = ServerThread(fake.app).start()
     yield server
     server.stop()
@@ -33,20 +32,20 @@ def slow_upstream() -> Any:
 
 def test_the_open_loop_keeps_its_pace_whatever_the_answers_do(slow_upstream: Any) -> None:
     started = time.perf_counter()
-    load = asyncio.run(realistic._open_loop(slow_upstream.url, rate=40, duration=0.5))
+    load = asyncio.run(open_loop(slow_upstream.url, rate=40, duration=0.5))
     elapsed = time.perf_counter() - started
     assert len(load.sent) == 20
     # Open loop: all 20 were sent within the half second, though each took >= 0.12 s.
     assert max(sent.started for sent in load.sent) - load.sent[0].started < 0.6
     assert elapsed < 1.5
-    figures = realistic._figures(load, None, None)
+    figures = realistic.load_figures(load, None, None)
     assert figures["statuses"] == {"200": 20}
     assert figures["p50_ms"] >= 120
 
 
 def test_the_slow_judge_rate_limits_and_reports_what_it_saw() -> None:
-    fake = SlowFake(
-        chunks=2, ttft=0.0, chunk_interval=0.0, judge_latency=0.01, jitter=0.0, judge_rps=2
+    fake = PacedFake(
+        Pace(chunks=2, ttft=0.0, chunk_interval=0.0, judge_latency=0.01, jitter=0.0, judge_rps=2)
     )
     server = ServerThread(fake.app).start()
     try:
@@ -84,13 +83,13 @@ def test_figures_from_a_store(tmp_path: Path) -> None:
             ],
         )
     db.close()
-    load = realistic._Load()
+    load = Load()
     for run_id in "abcd":
-        sent = realistic._Sent(started=0.0, latency_ms=500.0, status=200, run_id=run_id)
+        sent = Sent(started=0.0, latency_ms=500.0, status=200, run_id=run_id)
         sent.ended_wall = now
         load.sent.append(sent)
     direct = {"p50_ms": 499.0, "p99_ms": 499.0}
-    figures = realistic._figures(load, store, direct)
+    figures = realistic.load_figures(load, store, direct)
     assert figures["scored_within_10s"] == 0.25
     assert figures["pending_left"] == 1
     assert figures["records"] == {"scored": 2, "skipped:overloaded": 1, "pending": 1}

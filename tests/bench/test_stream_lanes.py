@@ -11,20 +11,18 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bench import stream_lanes
-from bench.slow_fake import SlowFake
+from bench.fakes.paced import Pace, PacedFake
+from bench.judge import stream_lanes
 from gateway.config.loading import load_settings
-from tests.support.servers import ServerThread
-from tests.support.waiting import eventually
+from testkit.servers import ServerThread
+from testkit.waiting import eventually
 
 
 @pytest.mark.parametrize("variant", stream_lanes.VARIANTS, ids=lambda variant: variant.name)
 def test_every_cell_configures_a_gateway_that_loads(
     variant: stream_lanes.Variant, tmp_path: Path
 ) -> None:
-    settings = stream_lanes.gateway_config(
-        "http://up", "http://judge", tmp_path / "s.db", 8080, variant
-    )
+    settings = stream_lanes.settings_for("http://up", "http://judge", tmp_path / "s.db", variant)
     path = tmp_path / "gateway.yaml"
     path.write_text(json.dumps(settings))  # JSON is YAML
     loaded = load_settings(path)
@@ -42,9 +40,7 @@ def test_every_cell_configures_a_gateway_that_loads(
 
 
 def test_the_load_is_paced_until_stopped_with_its_key_and_its_own_answers() -> None:
-    fake = SlowFake(
-        chunks=2, ttft=0.01, chunk_interval=0.0, judge_latency=0.1, jitter=0.0, judge_rps=None
-    )
+    fake = PacedFake(Pace(chunks=2, ttft=0.01, chunk_interval=0.0, judge_latency=0.1, jitter=0.0))
     server = ServerThread(fake.app).start()
 
     async def load() -> list[stream_lanes.Sent]:
@@ -88,9 +84,9 @@ def test_a_summary_counts_every_request_and_times_the_answered_ones() -> None:
         "answered": 10,
         "statuses": {"200": 10, "502": 1, "client error": 1},
         "scored": 8,
-        "p50_ms": 1500.0,
-        "p95_ms": 1900.0,
-        "first_byte_p50_ms": 750.0,
+        "p50_ms": 1450.0,
+        "p95_ms": 1855.0,
+        "first_byte_p50_ms": 725.0,
     }
 
 
@@ -126,7 +122,7 @@ def test_the_report_names_the_machine_the_command_and_the_target() -> None:
     cells = [cell("stream windowed", 3500.0, 3650.0)]
     meta = {
         "date": "2026-12-03-1500", "machine": "2 cores (a CPU), Python 3.11.7",
-        "commit": "636d2b7", "command": "python -m bench.stream_lanes --duration 5",
+        "commit": "636d2b7", "command": "python -m bench stream_lanes --duration 5",
         "load_average_before": [1.0, 1.0, 1.0], "load_average_after": [2.0, 1.5, 1.0],
     }  # fmt: skip
     results = {
@@ -137,8 +133,8 @@ def test_the_report_names_the_machine_the_command_and_the_target() -> None:
     }
     text = stream_lanes.report(results)
     assert "Machine: 2 cores (a CPU), Python 3.11.7" in text
-    assert "Command: `python -m bench.stream_lanes --duration 5`" in text
+    assert "Command: `python -m bench stream_lanes --duration 5`" in text
     assert "Target: p50 beside / alone ≤ 1.3 in every cell." in text
     row = next(line for line in text.splitlines() if line.startswith("| stream windowed |"))
-    assert row.split(" | ")[1:5] == ["40 / 40", "3500", "3650", "1.04"]
+    assert row.split(" | ")[1:5] == ["40 / 40", "3,500", "3,650", "1.04"]
     assert "| stream windowed: p50 beside / alone | ≤ 1.3 | 1.04 | yes |" in text

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from bench.client import PacedStats
-from bench.profile import hot_frames
-from bench.report import markdown
-from bench.runner import _median_round
-from bench.targets import evaluate
+from bench.harness.client import PacedStats
+from bench.peers.profile import hot_frames
+from bench.peers.report import markdown
+from bench.peers.runner import _median_round
+from bench.peers.targets import evaluate
 
 RUN = Path(__file__).resolve().parents[2] / "bench" / "results" / "2026-11-29-2200.json"
 

@@ -8,9 +8,9 @@ import pytest
 
 from gateway.observability.traces import Telemetry
 from gateway.server.app import create_app
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.servers import ServerThread
 from tests.support.gateways import RunningGateway, settings_for
-from tests.support.servers import ServerThread
 
 
 @pytest.fixture

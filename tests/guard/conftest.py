@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from guard import BiasScorer, create_bias_scorer
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 
 
 @pytest.fixture

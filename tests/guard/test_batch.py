@@ -12,7 +12,7 @@ from guard import BiasScorer, JudgeOutputError
 from guard.bias.batch import batch_prompt
 from guard.bias.fence import rules_before, unfenced_batch
 from guard.bias.prompts import BiasPrompts
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from tests.support.texts import TEXTS, script
 
 MakeScorer = Callable[..., BiasScorer]

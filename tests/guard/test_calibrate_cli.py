@@ -13,7 +13,7 @@ import pytest
 from rich.cells import cell_len
 
 from guard.cli import main
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 
 OPINIONS = ["o1", "o2", "o3", "o4"]  # four opinions: k "yes" verdicts score k/4
 

@@ -16,7 +16,7 @@ from rich.console import Console
 import guard
 from guard.bias.fence import unfenced
 from guard.cli import display, evaluate, main
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 
 PROMPT_KEYS = ("preprocessPrompt", "analyzePrompt", "generateReasonPrompt")
 

@@ -10,7 +10,7 @@ from guard.bias.fence import unfenced
 from guard.evals import CategorySummary, category_breakdown
 from guard.result import AnalyzeStepResult, BiasResult, PreprocessStepResult
 from guard.testing import FunctionJudge, scripted_bias_judge
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 
 
 def verdict_judge() -> FunctionJudge:

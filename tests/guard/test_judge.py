@@ -32,7 +32,7 @@ from guard.wire import (
     refuses_format,
     retry_after_seconds,
 )
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 
 MESSAGES = [{"role": "user", "content": 'Return {"opinions": []}'}]
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from guard.cli import main
-from tests.support.fake_openai import FakeOpenAI
-from tests.support.planted_model import BIASED_WORD, OPINION_WORD, PlantedModel
-from tests.support.servers import ServerThread
-from tests.support.waiting import wait_for
+from testkit.fake_openai import FakeOpenAI
+from testkit.planted_model import PlantedModel, reading_its_answers
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,10 +48,7 @@ def planted() -> Iterator[tuple[PlantedModel, str]]:
 
 @pytest.fixture
 def judge(fake_openai: FakeOpenAI) -> FakeOpenAI:
-    fake_openai.read_text = True
-    fake_openai.biased_words = [BIASED_WORD]
-    fake_openai.opinion_words = [OPINION_WORD]
-    return fake_openai
+    return reading_its_answers(fake_openai)
 
 
 def probe_args(judge: FakeOpenAI, target_url: str, suite: Path, *more: str) -> list[str]:

@@ -74,6 +74,12 @@ def test_a_planted_refusal_rate_and_bias_are_found_and_nothing_else() -> None:
     assert not [f for f in found if f.dimension == "gender" and f.significant]
 
 
+def test_a_side_with_one_judged_answer_gets_no_permutation_test() -> None:
+    one = [*cells("origin", "immigrants", 1, biased=1), *cells("origin", "locals", 1)]
+    found = findings(one, {"origin": ["immigrants", "locals"]})
+    assert {finding.metric for finding in found} == {Metric.REFUSAL_RATE}
+
+
 def test_groups_with_the_same_answers_are_not_told_apart() -> None:
     found = findings(alike(refused=3, biased=4), DIMENSIONS, seed=2)
     assert len(found) == 5 * 4

@@ -9,7 +9,7 @@ import pytest
 
 from guard.errors import TargetError
 from guard.probe import Target
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 
 
 def target(fake: FakeOpenAI, **options: object) -> Target:

@@ -20,7 +20,7 @@ from guard import (
 )
 from guard.bias.fence import rules_before, unfenced
 from guard.bias.prompts import SYSTEM_PROMPT
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from tests.support.mastra import MASTRA_FIELDS
 
 MakeScorer = Callable[..., BiasScorer]

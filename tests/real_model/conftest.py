@@ -22,11 +22,11 @@ from starlette.routing import Route
 
 from gateway.config import Settings
 from gateway.server.app import create_app
+from testkit.servers import ServerThread, free_port
+from testkit.waiting import answering, wait_for
 from tests.support.gateways import RunningGateway
 from tests.support.real_model import MODEL, SLOW, JudgeRelay, RealServer
-from tests.support.servers import ServerThread, free_port
 from tests.support.telemetry import Captured
-from tests.support.waiting import answering, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "real-model"

@@ -17,10 +17,10 @@ import pytest
 
 from guard import StructuredMode
 from guard.bias.fence import unfenced
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway
 from tests.support.real_model import MODEL, JudgeRelay, RealServer
 from tests.support.telemetry import Captured
-from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.real_model  # left out of the gate: scripts/test --real-model
 

@@ -14,9 +14,9 @@ import openai
 
 from gateway.config import Settings
 from gateway.runtime.resources import Gateway
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
-from tests.support.servers import ServerThread
-from tests.support.waiting import wait_for
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 
 
 @dataclass

@@ -43,10 +43,14 @@ class LaneJudge(BaseJudge):
     """A judge whose every call is noted in `seen`, in the order the limiter served them."""
 
     def __init__(
-        self, answers: FunctionJudge | None = None, *, max_concurrency: int | None = None
+        self,
+        answers: FunctionJudge | None = None,
+        *,
+        max_concurrency: int | None = None,
+        model: str = "lane-judge",
     ) -> None:
         super().__init__(
-            "lane-judge",
+            model,
             timeout=30,
             max_retries=0,
             structured=StructuredMode.JSON_SCHEMA,

@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.servers import free_port
-from tests.support.waiting import answering, wait_for
+from testkit.servers import free_port
+from testkit.waiting import answering, wait_for
 
 __all__ = ["STARTUP_SECONDS", "LiteLLMProxy", "start_litellm"]
 

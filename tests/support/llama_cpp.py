@@ -95,7 +95,8 @@ REQUESTS: dict[str, Call] = {
         {
             "model": MODEL,
             "max_tokens": 6,
-            "messages": [{"role": "user", "content": "engineers " * 5000}],
+            # Past a slot's context (scripts/real-model's CONTEXT_TOKENS) by half again.
+            "messages": [{"role": "user", "content": "engineers " * 12000}],
         },
     ),
     "malformed_body": Call("/chat/completions", "{not json"),

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.servers import free_port
-from tests.support.waiting import answering, wait_for
+from testkit.servers import free_port
+from testkit.waiting import answering, wait_for
 
 __all__ = ["free_port", "gateway_command", "start_demo", "start_gateway", "start_scorer"]
 

@@ -4,7 +4,7 @@ call, with `script` making the fake judge find the first and last biased."""
 
 from __future__ import annotations
 
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 
 # Texts the `judged` fake judge tells apart, for the tests of texts handed to the judge.
 BIASED = "Engineers from the north are lazy."

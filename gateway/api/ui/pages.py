@@ -14,6 +14,10 @@
   (`gateway.api.whatif`, the same counts as `GET /v1/bias/whatif`).
 - `/ui/review` and `/ui/agreement`: the review queue and the agreement of the judge
   with the reviewers (`gateway.api.ui.review`, `gateway.api.ui.agreement`).
+- `/ui/probe`: the live probe's findings over a window (admin keys and open mode
+  only), a chart per dimension as the CLI's report draws it, every comparison,
+  and what the replays may spend (`gateway.api.probe`, the same figures as
+  `GET /v1/bias/probe/findings`).
 - `/ui/login`: with keys configured nothing is shown without one
   (`gateway.api.ui.signin`); every page then reads only what that key may
   (`gateway.api.search.Viewer`).
@@ -25,6 +29,7 @@ fetched at run time.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 from urllib.parse import urlencode
@@ -33,6 +38,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.api.probe import probe_record
 from gateway.api.search import parse_score_query
 from gateway.api.ui.agreement import agreement_page
 from gateway.api.ui.rendering import COOKIE, render_page, to_login
@@ -43,8 +49,10 @@ from gateway.api.ui.signin import login, login_form, logout
 from gateway.api.whatif import parse_whatif_query
 from gateway.domain import TAMPER_KINDS, VERDICTS
 from gateway.errors import GatewayError, NotFound
+from gateway.store.probes import ProbeQuery
 from gateway.store.queries import TIME_BUCKETS, ScoreQuery, StatsQuery, encode_cursor
 from guard.report.charts import bar_chart, stacked_columns
+from guard.report.probe import FINDING_COLUMNS, finding_row, probe_charts
 
 __all__ = ["COOKIE", "ui_routes"]
 
@@ -62,6 +70,7 @@ def ui_routes() -> list[Route]:
         Route("/ui/review", review_form, methods=["POST"]),
         Route("/ui/review.js", review_script, methods=["GET"]),
         Route("/ui/agreement", agreement_page, methods=["GET"]),
+        Route("/ui/probe", probe, methods=["GET"]),
         Route("/ui/login", login_form, methods=["GET"]),
         Route("/ui/login", login, methods=["POST"]),
         Route("/ui/logout", logout, methods=["POST"]),
@@ -203,6 +212,29 @@ async def whatif(request: Request) -> Response:
         )
     result = await gateway.store.whatif(query)
     return render_page("whatif.html", request, viewer, **{**context, "result": result})
+
+
+async def probe(request: Request) -> Response:
+    gateway = _gateway(request)
+    viewer = _viewer(gateway, request)
+    if viewer is None:
+        return to_login(request)
+    config, caps = gateway.settings.probe, gateway.probe.caps
+    context: dict[str, Any] = {"config": config, "windows": list(WINDOWS), "record": None,
+                               "tokens": caps.tokens_last_minute()}  # fmt: skip
+    if not viewer.sees_all:
+        error = "Only an admin key may read the live probe's findings."
+        return render_page("probe.html", request, viewer, status=403, error=error, **context)
+    window = request.query_params.get("window", "24h")
+    window = window if window in WINDOWS else "24h"
+    now = time.time()
+    pairs = await gateway.store.probe_pairs(ProbeQuery(now - WINDOWS[window][0], now))
+    record = await asyncio.to_thread(probe_record, pairs)  # the permutation tests take a while
+    found = sorted(record["findings"], key=lambda f: (not f["significant"], f["q_value"]))
+    return render_page("probe.html", request, viewer, error=None, window=window,
+                       **{**context, "record": record,
+                          "charts": probe_charts(record["findings"]), "columns": FINDING_COLUMNS,
+                          "rows": [finding_row(f) for f in found]})  # fmt: skip
 
 
 def _bucket_label(epoch: float, bucket: str) -> str:

@@ -1,4 +1,4 @@
-"""What text that addresses the judge says, in nine languages: the detector's phrase set.
+"""What text that addresses the judge says, in nine languages and Dutch: the detector's phrase set.
 
 Each rule is (stem groups, pattern). The pattern is written in lower case and runs
 on the lowercased folded copy (`guard.integrity.tamper_fold`), and only when every
@@ -17,12 +17,17 @@ context" and "the grader gave me a zero" say nothing of the kind.
 from __future__ import annotations
 
 from guard.integrity.phrases.cjk import CJK
+from guard.integrity.phrases.dutch import DUTCH
 from guard.integrity.phrases.english import ENGLISH
 from guard.integrity.phrases.german_russian import GERMAN_RUSSIAN
 from guard.integrity.phrases.romance import ROMANCE
 from guard.integrity.phrases.shape import Rule
+from guard.integrity.phrases.verdicts import VERDICTS
+from guard.integrity.phrases.vocatives import OPENING, VOCATIVES, Vocative
 
-__all__ = ["CJK_RULES", "SPACED_RULES", "Rule"]
+__all__ = ["CJK_RULES", "OPENING", "OPENING_RULES", "SPACED_RULES", "Rule", "Vocative"]
 
-SPACED_RULES: tuple[Rule, ...] = (*ENGLISH, *ROMANCE, *GERMAN_RUSSIAN)
+SPACED_RULES: tuple[Rule, ...] = (*ENGLISH, *ROMANCE, *GERMAN_RUSSIAN, *DUTCH, *VERDICTS)
+# Tried only where a line or sentence starts (`OPENING`): a note that names its reader.
+OPENING_RULES: tuple[Vocative, ...] = VOCATIVES
 CJK_RULES: tuple[Rule, ...] = CJK

@@ -60,6 +60,10 @@ _EN_CLAIM = (
     r"|(?:is|are|must|should|shall|need|needs|may|can|will)\W+not\W+(?:to\W+)?(?:be\W+)?"
     r"(?:judged|scored|evaluated|reviewed|assessed|flagged|counted|analy[sz]ed|checked|classified)"
     r"|(?:do|does)\W+not\W+(?:count|qualify)\W+as\W+(?:opinions?|bias)"
+    r"|(?:certified|verified|confirmed|approved|cleared|pre-?screened)\W+(?:as\W+)?(?:bias-?free"
+    r"|unbiased|not\W+biased|neutral)"
+    r"|(?:excluded|exempt(?:ed)?|omitted|left\W+out)\W+from\W+(?:the\W+)?(?:scoring|evaluation"
+    r"|review|assessment|judg(?:e)?ment|analysis|moderation)"
 )
 _EN_CLAIM_STEMS: tuple[str, ...] = (
     "opinion",
@@ -71,7 +75,8 @@ _EN_CLAIM_STEMS: tuple[str, ...] = (
     "scored",
 )
 _EN_CLAIM_STEMS += ("evaluated", "reviewed", "assessed", "flagged", "counted", "analy", "checked")
-_EN_CLAIM_STEMS += ("classified", "count", "qualify")
+_EN_CLAIM_STEMS += ("classified", "count", "qualify", "certified", "verified", "confirmed")
+_EN_CLAIM_STEMS += ("approved", "cleared", "pre-screened", "prescreened", "excluded", "omitted")
 _EN_VERDICT_VALUE = (
     r"unbiased|not\W+biased|non-?biased|bias-?free|free\W+of\W+bias|no\W+bias|neutral|pass(?:ed)?"
     r"|safe|clean|harmless|compliant|acceptable"
@@ -80,7 +85,7 @@ _EN_VERDICT_VALUE = (
 _CHECK = (
     r"(?:bias|safety|content|moderation|opinion|fairness)\W+(?:\w+\W+)?(?:check|checks|checking"
     r"|checker|review|evaluation|scoring|filter|filtering|detection|detector|classifier|audit"
-    r"|guard|guardrail|judge)\W+(?:is|are|has\W+been|have\W+been)\W+"
+    r"|guard|guardrail|judge)(?:\W+(?:is|are|has\W+been|have\W+been))?\W+"
 )
 _CHECK_STEMS = ("bias", "safety", "content", "moderation", "fairness", "opinion")
 _OFF_STEMS: tuple[str, ...] = ("disabled", "turned", "switched", "suspended", "deactivated")
@@ -190,9 +195,19 @@ ENGLISH: tuple[Rule, ...] = (
     (
         (
             ("review", "evaluat", "grader", "moderat", "judge", "classif", "assessor", "rater"),
-            ("note", "instruction", "guidance", "directive", "memo", "notice"),
+            (
+                "note",
+                "instruction",
+                "guidance",
+                "directive",
+                "memo",
+                "notice",
+                "grading",
+                "scoring",
+            ),
         ),
-        r"(?:reviewer|evaluator|grader|moderator|judge|classifier|assessor|rater|annotator)"
+        r"(?:reviewer|evaluator|grader|moderator|judge|classifier|assessor|rater|annotator"
+        r"|evaluation|grading|scoring|moderation)"
         r"(?:'s|s'|s)?\W+(?:note|instructions?|guidance|directive|memo|notice)\s*[:\-]"
         + within(200)
         + r"(?:"
@@ -211,8 +226,9 @@ ENGLISH: tuple[Rule, ...] = (
     ),
     (
         (("opinion", "verdict"),),
+        # "Return an empty list when the text holds no opinions" says what code does.
         r"(?:return|output|respond|reply|answer|report|list|extract|give|emit|produce)\b"
-        + gap(4)
+        + r"(?:\W+(?!(?:when|if|unless|whenever|where)\b)\w+){0,4}?\W+"
         + r"(?:no|zero|0|an\W+empty\W+list\W+of|empty)\W+(?:\w+\W+)?"
         r"(?:opinions?|verdicts?)\b",
     ),

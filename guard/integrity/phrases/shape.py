@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["Rule", "drop_rule", "gap", "vocative_rule", "within"]
+__all__ = ["Rule", "drop_rule", "gap", "paragraph", "vocative_rule", "within"]
 
 # A rule: groups of stems, then a pattern. The pattern runs only when every group has
 # a stem in the lowercased folded text: what it names, and what it orders.
@@ -31,3 +31,12 @@ def drop_rule(verbs: str, first: str, second: str) -> str:
     """An order to drop earlier instructions: a verb, up to three words, then the
     instructions and the word for "earlier" in the language's order, a word apart at most."""
     return rf"(?:{verbs})\b" + gap(3) + rf"(?:{first})\W+(?:\w+\W+)?(?:{second})\b"
+
+
+# The rest of one paragraph: single line breaks allowed, a blank line not. A note to the
+# reviewer often gives its order a sentence or a line after it names the reviewer.
+_SAME_PARAGRAPH = r"(?:[^\n]|\n(?![ \t]*\n)){0,%d}?"
+
+
+def paragraph(chars: int) -> str:
+    return _SAME_PARAGRAPH % chars

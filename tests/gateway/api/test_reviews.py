@@ -14,7 +14,7 @@ import pytest
 
 from gateway.store import ScoreRecord
 from guard.cli import main as guard_main
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway, policy
 from tests.support.resources import ENGINES
 

@@ -12,7 +12,7 @@ import pytest
 
 from gateway.api.search import parse_time
 from gateway.errors import BadRequest
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]

@@ -13,9 +13,9 @@ import httpx
 import openai
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 ADMIN, TEAM = "sk-admin-0123456789", "sk-team-a-0123456789"

@@ -19,9 +19,9 @@ import pytest
 from gateway.api.ui.agreement import buckets
 from gateway.api.ui.marking import marked
 from gateway.api.ui.review import review_body
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 ADMIN, REVIEWER, TEAM = "sk-admin-0123456789", "sk-review-0123456789", "sk-team-b-0123456789"

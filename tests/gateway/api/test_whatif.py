@@ -12,11 +12,11 @@ import httpx
 import pytest
 
 from gateway.store import ScoreRecord
+from testkit.postgres import PgCluster
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway
-from tests.support.postgres import PgCluster
 from tests.support.store_records import RECORDS, T0
 from tests.support.tcp_proxy import TcpProxy
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 A, B, ADMIN = "sk-team-a-0123456789", "sk-team-b-0123456789", "sk-admin-0123456789"

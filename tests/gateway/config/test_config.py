@@ -35,6 +35,9 @@ FULL_ENV = {
     "BIAS_JUDGE_MODEL": "judge-model",
     "BIAS_JUDGE_BASE_URL": "http://127.0.0.1:5000/v1/",
     "BIAS_JUDGE_API_KEY": "sk-judge-0123456789abcdef",
+    "BIAS_JUDGE_TIMEOUT": "300",
+    "BIAS_JUDGE_MAX_TOKENS": "512",
+    "BIAS_JUDGE_MAX_TEXT_CHARS": "6000",
     "BIAS_MODE": "enforce",
     "BIAS_FLAG_THRESHOLD": "0.25",
     "BIAS_BLOCK_THRESHOLD": "0.75",
@@ -216,6 +219,8 @@ def test_shipped_config_with_full_env() -> None:
     assert settings.judge_base_url() == "http://127.0.0.1:5000/v1"
     assert settings.judge_api_key() == SecretStr(FULL_ENV["BIAS_JUDGE_API_KEY"])
     assert settings.judge.scale == 10
+    assert (settings.judge.timeout, settings.judge.max_tokens) == (300, 512)
+    assert settings.judge.max_text_chars == 6000
     default = settings.policies["default"]
     assert (default.mode, default.flag_threshold, default.block_threshold) == (
         "enforce",

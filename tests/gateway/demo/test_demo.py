@@ -34,9 +34,9 @@ from gateway.server.app import create_app
 from guard.bias.batch import batch_prompt
 from guard.bias.categories import DEFAULT_CATEGORIES, Category, category_ids
 from guard.bias.prompts import BiasPrompts
-from tests.support.servers import ServerThread
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.subprocess_gateway import gateway_command, start_demo
-from tests.support.waiting import wait_for
 
 # -- the rules ------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ picks its guardrails per request (`guardrails` in the body), as LiteLLM allows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,12 +23,13 @@ from fastapi import HTTPException
 
 from gateway.integrations.litellm import BiasGuardrail
 from gateway.server.app import create_app
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from testkit.rich_answers import RichAnswer, RichChoice
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.gateways import settings_for
 from tests.support.litellm_proxy import STARTUP_SECONDS, LiteLLMProxy, start_litellm
-from tests.support.servers import ServerThread
 from tests.support.texts import BIASED, NEUTRAL
-from tests.support.waiting import wait_for
 
 # The proxy's start, which the first test waits for, takes a minute on a busy machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(STARTUP_SECONDS + 60)]
@@ -296,6 +298,35 @@ def test_the_guardrail_holds_a_stream_until_it_is_judged(
     assert stream_text(proxy, "bias-enforce") == (NEUTRAL, None)
 
 
+def tool_call_answer(fake: FakeOpenAI, body: str) -> str:
+    """The upstream answers NEUTRAL text and a `send_message` call whose body is `body`;
+    returns the call's arguments as sent."""
+    arguments = json.dumps({"to": "team", "body": body})
+    call = ("call_1", "send_message", arguments)
+    choice = RichChoice(content=NEUTRAL, tool_calls=[call], finish_reason="tool_calls")
+    fake.rich = RichAnswer(choices=[choice], pieces=6, logprobs=False)
+    return arguments
+
+
+def test_the_guardrail_judges_the_answers_tool_call_arguments(
+    proxy: LiteLLMProxy, judged: FakeOpenAI
+) -> None:
+    tool_call_answer(judged, BIASED)
+    with pytest.raises(openai.APIStatusError) as raised:
+        ask(proxy, "bias-enforce")
+    assert raised.value.status_code == 422
+    assert "bias_threshold_exceeded" in str(raised.value.body)
+    line = f"Tool send_message, argument body: {BIASED}"
+    assert any(line in text for text in moderated(judged))
+
+    sent = tool_call_answer(judged, NEUTRAL)
+    raw = ask(proxy, "bias-enforce")
+    calls = raw.parse().choices[0].message.tool_calls
+    assert calls is not None
+    assert [call.function.arguments for call in calls] == [sent]
+    assert raw.headers["x-bias-verdict"] == "pass"
+
+
 # -- BiasGuardrail's own decisions, called in this process ------------------------
 
 
@@ -346,6 +377,30 @@ async def test_the_request_side_judges_the_last_user_message(judged, make_guardr
     assert headers is not None
     assert headers["x-bias-verdict"] == "pass"
     assert headers["x-bias-categories"] == ""
+
+
+TOOL_CALL = {
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "send_message", "arguments": json.dumps({"body": BIASED})},
+}
+
+
+async def test_an_answer_that_is_only_a_tool_call_is_judged(judged, make_guardrail) -> None:
+    request: dict[str, Any] = {}
+    inputs = {"texts": [], "tool_calls": [TOOL_CALL]}
+    await make_guardrail(mode="monitor").apply_guardrail(inputs, request, "response")
+
+    bias = request["metadata"]["bias"]
+    assert (bias["status"], bias["verdict"]) == ("scored", "block")
+    assert bias["tool_arguments"] == [{"tool": "send_message", "argument": "body"}]
+
+
+async def test_judge_tool_arguments_off_leaves_tool_calls_unjudged(judged, make_guardrail) -> None:
+    guardrail = make_guardrail(judge_tool_arguments=False)
+    inputs = {"texts": [], "tool_calls": [TOOL_CALL]}
+    assert await guardrail.apply_guardrail(inputs, {}, "response") == inputs
+    assert judged.judge_calls() == 0
 
 
 async def test_nothing_to_judge_costs_no_judge_call(judged, make_guardrail) -> None:

@@ -2,7 +2,7 @@
 
 Each family's attacks go through an enforcing gateway in front of the fake
 upstream (answering with the attack) and the gullible judge, which obeys any
-instruction to find no bias it reads in its prompt (`tests.support.gullible_judge`),
+instruction to find no bias it reads in its prompt (`testkit.gullible_judge`),
 with the hardening the docs recommend for enforce (`on_tamper: block`,
 `block_biased_opinions: 1`); on every API (chat, Responses, legacy Completions
 through `openai`, Messages through `anthropic`), whole and streamed under
@@ -26,10 +26,10 @@ import pytest
 from gateway.config.sections import Policy
 from gateway.demo.server import DEMO_JUDGE_MODEL, demo_app
 from gateway.server.app import create_app
-from tests.support.attack_runs import SURFACES, AnswerBook, Clients, Delivery, ToolCall, send
+from testkit.attack_runs import SURFACES, AnswerBook, Clients, Delivery, ToolCall, send
+from testkit.gullible_judge import GullibleJudge
+from testkit.servers import ServerThread
 from tests.support.gateways import settings_for
-from tests.support.gullible_judge import GullibleJudge
-from tests.support.servers import ServerThread
 
 BIASED = "Women are too emotional to lead engineering teams."
 OTHER = "Honestly, immigrants are worse engineers than locals."

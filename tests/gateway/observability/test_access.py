@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 
 from gateway.observability.access import route_of
 from gateway.observability.logs import configure_logging
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from tests.support.gateways import RunningGateway, policy
 from tests.support.telemetry import Captured
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from gateway.observability.metrics import Metrics
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway
 from tests.support.promql import Served, metric_names, scrape_after_traffic
 
@@ -51,6 +51,9 @@ PANELS = {
     "Store buffer fill by instance",
     "Store records dropped by reason",
     "Last config reload applied",
+    "Agreement with reviewers at the last judge change, by judge",
+    "Agreement drop at the last judge change, and its limit",
+    "Labelled records judged again",
 }
 
 # What the issue asks the dashboard to show, as the series its queries must read.
@@ -78,6 +81,12 @@ COVERED = {
     "bias_store_buffer_limit_records",
     "bias_store_records_dropped_total",
     "gateway_config_last_reload_successful",
+    # The judge canary's figures (tests/gateway/server/test_canary.py sets them).
+    "bias_review_canary_f1",
+    "bias_review_canary_kappa",
+    "bias_review_canary_drop",
+    "bias_review_canary_drop_limit",
+    "bias_review_canary_rejudged_records",
 }
 
 # Labelled counters that ordinary traffic does not increment, so they have no
@@ -86,6 +95,9 @@ DECLARED_ONLY = {
     "bias_dropped_total": "only at shutdown, for enforce scorings still running",
     "bias_work_expired_total": "only when pending work exhausts its attempts or its gateway",
     "bias_store_records_dropped_total": "only when the store's writer cannot keep a record",
+    "bias_review_canary_f1": "only once a judge change was checked against the labels",
+    "bias_review_canary_kappa": "only once a judge change was checked against the labels",
+    "bias_review_canary_drop": "only once a judge change was checked against the labels",
 }
 
 _LABEL_VALUES = re.compile(r"label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{[^}]*\})?\s*,")

@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from gateway.observability.metrics import Metrics, ModelLabels
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
 from tests.support.subprocess_gateway import start_gateway
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 REQUEST = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}
@@ -127,7 +127,11 @@ def test_counters_move_with_traffic(fake_openai: FakeOpenAI, make_gateway: MakeG
         assert sample(text, "bias_judge_calls_total", step=step) == 1
         assert sample(text, "bias_judge_tokens_total", step=step, type="input") > 0
     assert sample(text, "bias_scoring_queue_depth") == 0
-    assert sample(text, "bias_store_buffered_records") == 0
+    # The store's writer gathers records for a moment before it commits them.
+    wait_for(
+        lambda: sample(scrape(gateway), "bias_store_buffered_records") == 0,
+        message="the store's writer to commit what it holds",
+    )
     assert sample(text, "bias_store_buffer_limit_records") == gateway.settings.store.buffer_records
 
 

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -20,11 +22,11 @@ from starlette.routing import Route
 
 from gateway.config import TelemetrySettings
 from gateway.observability.traces import Telemetry
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
-from tests.support.servers import ServerThread
 from tests.support.telemetry import Captured
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[Any] = [{"role": "user", "content": "A secret-ish prompt about engineers."}]
@@ -298,9 +300,17 @@ def test_otlp_http_export_reaches_a_real_receiver(
         telemetry = Telemetry.from_settings(
             TelemetrySettings(exporter="otlp", service_name="bias-gateway-test")
         )
+        # The server span ends after the client has its answer: watch the spans end, and
+        # shut down (which flushes both batch processors) only once it has.
+        ended = InMemorySpanExporter()
+        telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(ended))
         gateway = make_gateway(otel=telemetry, **policy(mode="enforce", block_action="replace"))
         gateway.client().chat.completions.create(model="m", messages=MESSAGES)
-        telemetry.shutdown()  # flushes both batch processors
+        wait_for(
+            lambda: any(s.name == "POST /v1/chat/completions" for s in ended.get_finished_spans()),
+            message="the server span to end",
+        )
+        telemetry.shutdown()
     finally:
         server.stop()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 
 
 @pytest.fixture

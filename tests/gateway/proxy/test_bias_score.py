@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
-from tests.support.fake_openai import Fault
+from testkit.fake_openai import FakeOpenAI, Fault
+from tests.support.gateways import policy
 from tests.support.mastra import MASTRA_FIELDS
 from tests.support.texts import BIASED, NEUTRAL
+
+TOOL_BIASED = "I think women are lazy engineers."  # biased to the reading judge
 
 
 def test_one_text_gives_mastras_result_and_the_verdict(make_gateway, judged) -> None:
@@ -40,6 +46,55 @@ def test_messages_are_judged_by_their_assistant_text(make_gateway, judged) -> No
 
     assert body["verdict"] == "pass"
     assert body["score"] == 0.0
+
+
+def tool_turn(body: str, content: str | None = None) -> dict[str, Any]:
+    """An assistant turn that calls `send_message` with `body` (after `content`, if any)."""
+    arguments = json.dumps({"to": "team", "message": {"body": body}})
+    function = {"name": "send_message", "arguments": arguments}
+    call = {"id": "call_1", "type": "function", "function": function}
+    return {"role": "assistant", "content": content, "tool_calls": [call]}
+
+
+def judged_texts(fake: FakeOpenAI) -> str:
+    return json.dumps([r.body for r in fake.requests if r.step != "chat"])
+
+
+@pytest.mark.parametrize("content", [None, "Here is the memo."], ids=["only-a-call", "text"])
+def test_tool_call_arguments_in_messages_are_judged_as_the_proxy_judges_them(
+    make_gateway, reading_judge: FakeOpenAI, content: str | None
+) -> None:
+    gateway = make_gateway()
+    messages = [{"role": "user", "content": "Tell the team."}, tool_turn(TOOL_BIASED, content)]
+    with gateway.http() as http:
+        response = http.post("/v1/bias/score", json={"messages": messages})
+
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["status"], body["verdict"]) == ("scored", "block")
+    assert "Tool send_message, argument message.body: " + TOOL_BIASED in judged_texts(reading_judge)
+    record = gateway.wait_for_score(body["runId"])
+    assert record["result"]["toolArguments"] == [
+        {"tool": "send_message", "argument": "to"},
+        {"tool": "send_message", "argument": "message.body"},
+    ]
+    assert record["result"]["opinionSources"] == ["tool_argument"]
+
+
+def test_judge_tool_arguments_off_leaves_a_messages_tool_calls_unjudged(
+    make_gateway, reading_judge: FakeOpenAI
+) -> None:
+    gateway = make_gateway(**policy(judge_tool_arguments=False))
+    texts = [
+        {"messages": [tool_turn(TOOL_BIASED)]},
+        {"messages": [tool_turn(TOOL_BIASED, "Here is the memo.")]},
+    ]
+    with gateway.http() as http:
+        data = http.post("/v1/bias/score", json={"texts": texts}).json()["data"]
+
+    assert (data[0]["status"], data[0]["skipReason"]) == ("skipped", "no_text")
+    assert (data[1]["status"], data[1]["verdict"]) == ("scored", "pass")
+    assert TOOL_BIASED not in judged_texts(reading_judge)
 
 
 def test_a_list_is_judged_concurrently(make_gateway, judged) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from guard.bias.fence import unfenced
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway, policy
 from tests.support.telemetry import Captured
 

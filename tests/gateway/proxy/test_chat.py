@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]

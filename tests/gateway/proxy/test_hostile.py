@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 BIASED = "Engineers from the north are lazy."

@@ -19,8 +19,8 @@ from gateway.scoring.service import Scoring
 from gateway.scoring.window_judge import WindowJudge
 from guard.limits import Lane
 from guard.testing import scripted_bias_judge
+from testkit.waiting import eventually
 from tests.support.lane_judge import LaneJudge, scoring_for
-from tests.support.waiting import eventually
 
 CONFIG: dict[str, Any] = {
     "keys": [{"key": "sk-strict", "name": "strict", "policy": "default", "weight": 3}],

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from guard.bias.fence import unfenced
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
 from tests.support.llama_cpp import SHAPES, frames
 from tests.support.telemetry import Captured
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 SERVERS = sorted(SHAPES)

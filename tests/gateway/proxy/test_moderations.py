@@ -7,10 +7,10 @@ from typing import Any
 import openai
 import pytest
 
-from tests.support.fake_openai import JUDGE_MODEL, Fault
+from testkit.fake_openai import JUDGE_MODEL, Fault
+from testkit.waiting import wait_for
 from tests.support.gateways import policy
 from tests.support.texts import BIASED, NEUTRAL
-from tests.support.waiting import wait_for
 
 KEYS = {
     "keys": [

@@ -10,7 +10,7 @@ import pytest
 from gateway.errors import BadRequest
 from gateway.proxy.passthrough import forwarded_url
 from gateway.proxy.paths import PathRefused, canonical_path
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]

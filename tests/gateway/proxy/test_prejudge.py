@@ -17,12 +17,12 @@ from structlog.testing import capture_logs
 from gateway.config import Policy
 from gateway.proxy.surfaces import SURFACES
 from gateway.wire.rebuild import StreamError
-from tests.support import rich_answers
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit import rich_answers
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.rich_answers import NOT_STREAMED, RichAnswer
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
-from tests.support.rich_answers import NOT_STREAMED, RichAnswer
 from tests.support.telemetry import Captured
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 API_PATHS = {api: path for path, api in rich_answers.API_OF_PATH.items()}

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from gateway.store import FINAL_STATUSES
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[Any] = [{"role": "user", "content": "Tell me about engineers."}]

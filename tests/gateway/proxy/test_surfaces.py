@@ -13,7 +13,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from tests.support.gateways import RunningGateway, policy
 from tests.support.surfaces import Api, Completions, Messages, Responses, bias_of
 

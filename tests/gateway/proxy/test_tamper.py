@@ -11,7 +11,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway, policy
 from tests.support.streams import answer, delivered, raw_stream, windowed
 from tests.support.surfaces import Chat

@@ -20,10 +20,10 @@ from gateway.proxy.surfaces.chat import ChatCompletions
 from gateway.proxy.surfaces.messages import Messages
 from gateway.proxy.surfaces.responses import Responses
 from gateway.wire.sse import SSEDecoder
-from tests.support import rich_answers
-from tests.support.fake_openai import FakeOpenAI
+from testkit import rich_answers
+from testkit.fake_openai import FakeOpenAI
+from testkit.rich_answers import RichAnswer, RichChoice
 from tests.support.gateways import RunningGateway, policy
-from tests.support.rich_answers import RichAnswer, RichChoice
 from tests.support.streams import answer
 
 MakeGateway = Callable[..., RunningGateway]

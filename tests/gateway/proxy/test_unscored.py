@@ -15,7 +15,7 @@ import anthropic
 import pytest
 
 from gateway.proxy.paths import carries_no_text, owned_methods
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]

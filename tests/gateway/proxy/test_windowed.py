@@ -11,7 +11,8 @@ from typing import Any
 import openai
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
 from tests.support.streams import (
     BIASED_SENTENCE,
@@ -22,7 +23,6 @@ from tests.support.streams import (
     windowed,
 )
 from tests.support.surfaces import MESSAGES, Api, Chat, Completions, Messages, Responses, bias_of
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 

@@ -13,9 +13,9 @@ from pydantic import SecretStr
 from gateway.config import KeySettings, LimitSettings
 from gateway.errors import RateLimited
 from gateway.runtime.quotas import KeyQuota, Quotas
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.waiting import eventually
 from tests.support.gateways import RunningGateway, policy
-from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]
 CHAT = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}

@@ -13,10 +13,10 @@ from gateway.config import Batching, JudgeSettings
 from gateway.observability.metrics import Metrics
 from gateway.scoring.batching import Batcher, BatchPlan
 from guard import create_bias_scorer
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.waiting import eventually
 from tests.support.gateways import RunningGateway, policy
 from tests.support.texts import TEXTS, script
-from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]
 ANSWERS = [*TEXTS, "The train leaves at nine."]

@@ -15,10 +15,10 @@ from gateway.scoring.cache import ScoreCache, cache_key, explanation_key, withou
 from guard import BiasResult, BiasScorer
 from guard.bias.categories import DEFAULT_CATEGORIES, Category
 from guard.testing import scripted_bias_judge
+from testkit.fake_openai import FakeOpenAI
+from testkit.waiting import eventually
 from tests.support.awaitables import ready
-from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateways import RunningGateway, policy
-from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]
 

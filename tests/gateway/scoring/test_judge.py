@@ -11,7 +11,7 @@ from gateway.scoring.judge_client import AiohttpJudge
 from gateway.upstream.client import Upstream
 from guard import BiasScorer, JudgeTimeout, JudgeUnavailable
 from guard.bias.prompts import EXTRACT_SCHEMA
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from tests.support.gateways import RunningGateway
 
 MESSAGES = [{"role": "user", "content": 'Return {"opinions": []}'}]

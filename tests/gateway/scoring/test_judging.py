@@ -12,7 +12,7 @@ import openai
 import pytest
 from structlog.testing import capture_logs
 
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from tests.support.gateways import RunningGateway, policy
 
 MakeGateway = Callable[..., RunningGateway]

@@ -19,11 +19,11 @@ from gateway.scoring.lanes import enforcing, explaining, monitoring
 from gateway.scoring.request import ScoreRequest
 from gateway.server.app import create_app
 from guard.limits import JudgeLimiter, Lane, caller
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, settings_for
 from tests.support.lane_judge import LaneJudge
-from tests.support.servers import ServerThread
-from tests.support.waiting import wait_for
 
 KEYS = {
     "keys": [
@@ -54,14 +54,14 @@ def test_each_kind_of_judge_call_goes_in_its_lane(
     gateway.wait_for_score(enforced.headers["x-bias-run-id"], api_key="sk-strict", reason=True)
     # Faithful: extract, then judge, in enforce's lane; the explanation came after the
     # response, in the last lane.
-    assert calls == {Lane.ENFORCE: 2, Lane.MONITOR: 0, Lane.EXPLAIN: 1}
+    assert calls == {Lane.ENFORCE: 2, Lane.MONITOR: 0, Lane.EXPLAIN: 1, Lane.PROBE: 0}
 
     with gateway.http("sk-watch") as http:
         watched = http.post("/v1/chat/completions", json=CHAT)
     record = gateway.wait_for_score(watched.headers["x-bias-run-id"], api_key="sk-watch")
     assert record["reason_status"] == "done"
     # A monitor job explains at once, but its explanation is still the last lane's.
-    assert calls == {Lane.ENFORCE: 2, Lane.MONITOR: 2, Lane.EXPLAIN: 2}
+    assert calls == {Lane.ENFORCE: 2, Lane.MONITOR: 2, Lane.EXPLAIN: 2, Lane.PROBE: 0}
     with gateway.http("sk-watch") as http:
         scrape = http.get("/metrics").text
     assert 'bias_judge_lane_calls{lane="explain"} 2.0' in scrape

@@ -11,9 +11,9 @@ from gateway.observability.metrics import Metrics
 from gateway.scoring.queue import MonitorQueue
 from gateway.scoring.request import ScoreRequest
 from guard.bias.fence import unfenced
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.waiting import eventually
 from tests.support.gateways import RunningGateway, send
-from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]
 KEYS = [

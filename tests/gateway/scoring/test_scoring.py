@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests.support.fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.waiting import eventually
 from tests.support.gateways import RunningGateway, policy
-from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "Tell me about engineers."}]}

@@ -10,9 +10,9 @@ import pytest
 
 from gateway.scoring.policy import Sampler
 from gateway.scoring.shedding import LogThrottle, Shedder, water_fill
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.waiting import eventually
 from tests.support.gateways import RunningGateway, send
-from tests.support.waiting import eventually
 
 MakeGateway = Callable[..., RunningGateway]
 

@@ -26,11 +26,11 @@ import yaml
 
 from gateway.server.app import create_app
 from gateway.store import ScoreRecord, SQLiteStore
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, settings_for
-from tests.support.servers import ServerThread
 from tests.support.subprocess_gateway import free_port, gateway_command, start_gateway
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

@@ -22,9 +22,9 @@ from gateway.observability.metrics import Metrics
 from gateway.runtime.resources import Gateway
 from gateway.server.app import create_app
 from gateway.server.reload import HangupLatch, Reloader, ServedFrom
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
-from tests.support.servers import ServerThread
-from tests.support.waiting import eventually, wait_for
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI
+from testkit.servers import ServerThread
+from testkit.waiting import eventually, wait_for
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 A, B, OPS = "sk-key-a-0001", "sk-key-b-0002", "sk-admin-0003"

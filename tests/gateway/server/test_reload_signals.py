@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from gateway.config.keyhash import hash_key
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI
+from testkit.waiting import wait_for
 from tests.support.subprocess_gateway import start_gateway, start_scorer
-from tests.support.waiting import wait_for
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 A, B, C, OPS = "sk-key-a-0001", "sk-key-b-0002", "sk-key-c-0003", "sk-admin-0004"

@@ -20,10 +20,10 @@ import pytest
 import yaml
 
 from gateway.store.records import FINAL_STATUSES
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI
+from testkit.waiting import wait_for
 from tests.support.fleet import Fleet, Output
 from tests.support.subprocess_gateway import start_gateway, start_scorer
-from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # every test here starts gateway or scorer processes
 

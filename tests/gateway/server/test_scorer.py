@@ -5,6 +5,7 @@ servers. The multi-process runs with `kill -9` are in test_scaleout.py."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -18,11 +19,12 @@ from openai.types.chat import ChatCompletionMessageParam
 from gateway.config import Settings
 from gateway.server.scorer import create_scorer_app
 from gateway.store import ScoreRecord, open_store
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.rich_answers import RichAnswer, RichChoice
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy, settings_for
-from tests.support.servers import ServerThread
 from tests.support.telemetry import Captured
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 MESSAGES: list[ChatCompletionMessageParam] = [
@@ -101,6 +103,30 @@ def test_an_external_gateway_only_enqueues_and_a_scorer_scores(
     # The gateway judged nothing, before the scorer came or since: these are all the
     # judge calls there were, three for each run the scorer claimed and scored.
     assert fake_openai.judge_calls() == 3 * 4
+
+
+def test_a_scorers_record_keeps_the_tool_arguments_it_judged(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway, start_scorer: Callable[..., ServerThread]
+) -> None:
+    fake_openai.read_text = True  # a sentence with "I think" is an opinion, biased if "lazy"
+    fake_openai.opinion_words = ["I think"]
+    fake_openai.biased_words = ["lazy"]
+    arguments = json.dumps({"to": "team", "body": "I think women are lazy engineers."})
+    call = ("call_1", "send_message", arguments)
+    choice = RichChoice(content=None, tool_calls=[call], finish_reason="tool_calls")
+    fake_openai.rich = RichAnswer(choices=[choice], pieces=6, logprobs=False)
+    gateway = make_gateway(queue=EXTERNAL)
+    raw = gateway.client().chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
+    assert raw.headers["x-bias-status"] == "pending"
+
+    start_scorer()
+    record = gateway.wait_for_score(raw.headers["x-bias-run-id"])
+    assert (record["status"], record["verdict"]) == ("scored", "block")
+    assert record["result"]["toolArguments"] == [
+        {"tool": "send_message", "argument": "to"},
+        {"tool": "send_message", "argument": "body"},
+    ]
+    assert record["result"]["opinionSources"] == ["tool_argument"]
 
 
 def test_enforce_still_scores_in_the_request_with_an_external_scorer(

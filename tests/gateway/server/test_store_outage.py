@@ -24,15 +24,15 @@ import yaml
 
 from gateway.server.app import create_app
 from gateway.store.records import FINAL_STATUSES
-from tests.support.fake_openai import JUDGE_MODEL, FakeOpenAI
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI
+from testkit.postgres import PgCluster
+from testkit.servers import ServerThread
+from testkit.waiting import wait_for
 from tests.support.filesystems import Filler, small_tmpfs
 from tests.support.fleet import Fleet
 from tests.support.gateways import settings_for
-from tests.support.postgres import PgCluster
-from tests.support.servers import ServerThread
 from tests.support.subprocess_gateway import start_gateway, start_scorer
 from tests.support.tcp_proxy import TcpProxy
-from tests.support.waiting import wait_for
 
 # Processes, a cluster of its own, a 15 s outage and up to 60 s to settle after it.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]

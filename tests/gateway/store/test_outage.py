@@ -12,7 +12,7 @@ import pytest
 
 from gateway.store import CacheEntry, ScoreRecord, Status
 from gateway.store.writer import Batch, Writer
-from tests.support.waiting import eventually
+from testkit.waiting import eventually
 
 
 class Database:

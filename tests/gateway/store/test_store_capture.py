@@ -17,10 +17,10 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
+from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
 from tests.support.resources import ENGINES
-from tests.support.waiting import wait_for
 
 MakeGateway = Callable[..., RunningGateway]
 ANSWERS = 6

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gateway.store import ScoreRecord, SQLiteStore
+from testkit.waiting import eventually
 from tests.support.filesystems import Filler, ext4_image, make_read_only, small_tmpfs
-from tests.support.waiting import eventually
 
 BIG = "y" * 20_000  # a captured completion: a few of these outgrow what the WAL holds
 

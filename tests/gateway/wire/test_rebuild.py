@@ -1,5 +1,5 @@
 """Whole answers rebuilt from streams, API by API, against the whole form of the same
-answer (`tests.support.rich_answers`), and the streams that rebuild nothing."""
+answer (`testkit.rich_answers`), and the streams that rebuild nothing."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from gateway.wire.rebuild import (
     message_answer,
     response_answer,
 )
-from tests.support import rich_answers
-from tests.support.rich_answers import NOT_STREAMED, RichAnswer, RichChoice
+from testkit import rich_answers
+from testkit.rich_answers import NOT_STREAMED, RichAnswer, RichChoice
 
 REBUILD: dict[str, Callable[[bytes], Rebuilt]] = {
     "chat": chat_answer,

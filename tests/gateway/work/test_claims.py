@@ -14,8 +14,8 @@ from gateway.scoring.service import Scoring
 from gateway.store import ScoreRecord, SQLiteStore, StoreError
 from gateway.work.claims import Claimer
 from guard.testing import scripted_bias_judge
+from testkit.waiting import eventually
 from tests.support.telemetry import Captured
-from tests.support.waiting import eventually
 
 WORK = {"v": 1, "texts": ["Northerners are lazy."], "policy": "default"}
 

@@ -10,6 +10,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from gateway.config import Settings
 from gateway.scoring.request import ScoreRequest, job_from, work_for
 from gateway.store import ScoreRecord
+from gateway.wire.tools import ToolArgument
 from gateway.work.payload import WORK_VERSION, WorkError, worker_id
 
 SETTINGS = Settings.model_validate(
@@ -103,6 +104,22 @@ def test_no_trace_context_is_written_without_a_span() -> None:
     assert "trace" not in work
     job, _ = job_from(stored(request(), work), SETTINGS)
     assert job.chat_span is None
+
+
+def test_the_tool_arguments_among_the_texts_survive_the_trip() -> None:
+    arguments = (ToolArgument("send", "body", "Hi all"), ToolArgument("send", "", "raw"))
+    work = work_for(request(tool_arguments=arguments), ["Sent."])
+    assert work["tool_arguments"] == [["send", "body", "Hi all"], ["send", "", "raw"]]
+    job, _ = job_from(stored(request(), work), SETTINGS)
+    assert job.tool_arguments == arguments
+    assert "tool_arguments" not in work_for(request(), ["t"])  # none: as before
+
+
+@pytest.mark.parametrize("damaged", [[["send", "body"]], [["send", "body", 3]], "send", {}])
+def test_damaged_tool_arguments_are_left_out_not_fatal(damaged: object) -> None:
+    work = {"v": WORK_VERSION, "texts": ["t"], "tool_arguments": damaged}
+    job, texts = job_from(stored(request(), work), SETTINGS)
+    assert (texts, job.tool_arguments) == (["t"], ())
 
 
 def test_a_policy_this_process_lacks_falls_back_to_its_default() -> None:

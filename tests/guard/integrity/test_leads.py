@@ -15,7 +15,7 @@ from guard.integrity.normalise import nfkc
 from guard.integrity.phrases import SPACED_RULES
 from guard.integrity.tamper import _ASCII_SPACES, _PUNCTUATION
 from guard.integrity.tamper_fold import fold
-from tests.support.attacks import attacks, benign
+from testkit.attacks import attacks, benign
 
 FILLER = "Leadership depends on skills that people of every gender develop with practice. "
 

@@ -1,4 +1,4 @@
-"""The tamper detector over the attack corpus (tests/support/attacks), and exact cases.
+"""The tamper detector over the attack corpus (testkit/attacks), and exact cases.
 
 The issue's targets, computed over the corpus: at least 90 % of injected texts carry
 a mark, every hidden-text attack does, and at most 1 benign text in 30 is marked.
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guard.integrity.tamper import KINDS, Tamper, detect, excerpt
-from tests.support.attacks import Sample, attacks, benign
+from testkit.attacks import Sample, attacks, benign
 
 ATTACKS = attacks()
 BENIGN = benign()
@@ -21,6 +21,11 @@ INJECTIONS = [sample for sample in ATTACKS if sample.family == "injection"]
 EXPECTING = [sample for sample in ATTACKS if sample.expect_tamper]
 LANGUAGES = {"en", "es", "fr", "de", "pt", "it", "ru", "zh", "ja"}
 STYLES = {"instruction", "format_forgery", "role_forgery", "section_close"}
+# Written after the first held-out corpus showed the ways of addressing the judge it missed.
+STYLES |= {"already_approved", "authority_claim", "claimed_quotation", "fiction_claim"}
+STYLES |= {"forged_verdict_line", "grader_note", "moderator_note", "polite_appeal", "split_lines"}
+STYLES |= {"requested_score", "requested_verdict", "test_data_claim", "all_caps_command"}
+STYLES |= {"html_comment", "code_fence", "xml_verdict", "yaml_verdict"}
 
 
 def _kinds(text: str) -> set[str]:

@@ -9,7 +9,7 @@ import pytest
 from guard.limits import Caller, Lane
 from guard.limits.lanes import LaneQueue
 
-ENFORCE, MONITOR, EXPLAIN = Lane.ENFORCE, Lane.MONITOR, Lane.EXPLAIN
+ENFORCE, MONITOR, EXPLAIN, PROBE = Lane.ENFORCE, Lane.MONITOR, Lane.EXPLAIN, Lane.PROBE
 IDLE = dict.fromkeys(Lane, 0)
 
 
@@ -20,13 +20,14 @@ def queue_of(*callers: Caller, reserved: dict[Lane, float] | None = None) -> Lan
     return queue
 
 
-def test_lanes_go_in_order_enforce_monitor_explain() -> None:
-    queue = queue_of(Caller(EXPLAIN), Caller(MONITOR), Caller(ENFORCE), reserved={})
-    popped = [queue.pop(IDLE, 10) for _ in range(3)]
+def test_lanes_go_in_order_enforce_monitor_explain_probe() -> None:
+    queue = queue_of(Caller(PROBE), Caller(EXPLAIN), Caller(MONITOR), Caller(ENFORCE), reserved={})
+    popped = [queue.pop(IDLE, 10) for _ in range(4)]
     assert [item.split(":")[0] if item else None for item in popped] == [
         "enforce",
         "monitor",
         "explain",
+        "probe",
     ]
     assert queue.pop(IDLE, 10) is None
     assert len(queue) == 0
@@ -87,7 +88,8 @@ def test_reserved_shares_hold_over_many_turnovers() -> None:
         assert popped is not None
         running[popped] += 1
         held.append(popped)
-    assert running == {ENFORCE: 15, MONITOR: 4, EXPLAIN: 1}
+    # The probe's lane keeps no share: flooded lanes above it leave it nothing.
+    assert running == {ENFORCE: 15, MONITOR: 4, EXPLAIN: 1, PROBE: 0}
 
 
 def test_keys_take_turns_within_a_lane() -> None:

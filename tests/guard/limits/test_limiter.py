@@ -20,8 +20,8 @@ from guard.limits import (
 )
 from guard.testing import FakeClock
 from guard.wire import rate_limit_delay, rate_limit_refill
-from tests.support.fake_openai import FakeOpenAI, Fault
-from tests.support.waiting import eventually
+from testkit.fake_openai import FakeOpenAI, Fault
+from testkit.waiting import eventually
 
 MESSAGES = [{"role": "user", "content": "Is this biased?"}]
 
@@ -391,9 +391,14 @@ async def test_the_stats_count_calls_waits_and_answers_by_lane() -> None:
         async with limiter.call():  # waited out the pause first
             pass
     stats = limiter.stats
-    assert stats.calls == {Lane.ENFORCE: 1, Lane.MONITOR: 0, Lane.EXPLAIN: 1}
+    assert stats.calls == {Lane.ENFORCE: 1, Lane.MONITOR: 0, Lane.EXPLAIN: 1, Lane.PROBE: 0}
     assert stats.answering[Lane.ENFORCE] == pytest.approx(0.5)
-    assert stats.waited == {Lane.ENFORCE: 0.0, Lane.MONITOR: 0.0, Lane.EXPLAIN: pytest.approx(2.0)}
+    assert stats.waited == {
+        Lane.ENFORCE: 0.0,
+        Lane.MONITOR: 0.0,
+        Lane.EXPLAIN: pytest.approx(2.0),
+        Lane.PROBE: 0.0,
+    }
 
 
 def test_deadlines_nest_and_the_nearer_one_wins() -> None:

@@ -1,0 +1,1 @@
+"""Disturbances under load: a PostgreSQL outage, and a config reload."""

@@ -1,0 +1,1 @@
+"""The soak: a long run in bursts, sampled for memory, descriptors, backlog and latency."""

@@ -1,0 +1,3 @@
+"""Pick the PostgreSQL driver for the score store by measurement:
+`python -m bench store_drivers`; `run` says what it measures.
+"""
