@@ -25,14 +25,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from gateway.api.agreement import agreement, export_lines
-from gateway.api.search import Viewer, parse_time, record_for, viewer_of
+from gateway.api.search import Viewer, parse_time, record_seen_by, viewer_of
 from gateway.domain import CATEGORY_ID
 from gateway.errors import BadRequest, Conflict, PermissionDenied
 from gateway.runtime.resources import Gateway
 from gateway.store import ScoreRecord
 from gateway.store.reviews import RANKS, Review, Reviews
 
-__all__ = ["LABELS", "review_agreement", "review_export", "review_post", "review_queue"]
+__all__ = [
+    "LABELS",
+    "add_review",
+    "agreement_figures",
+    "queue_item",
+    "review_agreement",
+    "review_export",
+    "review_post",
+    "review_queue",
+    "reviewer_of",
+]
 
 LABELS = ("biased", "unbiased")
 OPEN_REVIEWER = "open"  # the reviewer's name in open mode (no keys configured)
@@ -48,13 +58,18 @@ def _gateway(request: Request) -> Gateway:
 def _reviewer(gateway: Gateway, request: Request) -> tuple[Viewer, str]:
     """The caller, if it may review, and the name its reviews are kept under."""
     viewer = viewer_of(gateway, request)
+    return viewer, reviewer_of(viewer)
+
+
+def reviewer_of(viewer: Viewer) -> str:
+    """The name `viewer`'s reviews are kept under; 403 if it may not review."""
     if viewer.key is None:
-        return viewer, OPEN_REVIEWER
+        return OPEN_REVIEWER
     if not viewer.key.may_review:
         raise PermissionDenied(
             "This key may not review: give it `reviewer: true` (or `admin: true`)."
         )
-    return viewer, viewer.key.name
+    return viewer.key.name
 
 
 def _params(request: Request, allowed: frozenset[str]) -> Mapping[str, str]:
@@ -131,8 +146,16 @@ def _opinion_count(record: ScoreRecord) -> int:
 
 async def review_post(request: Request) -> Response:
     gateway = _gateway(request)
-    _, reviewer = _reviewer(gateway, request)
+    viewer, _ = _reviewer(gateway, request)
     body = await _body(request)
+    stored = await add_review(gateway, viewer, request.path_params["run_id"], body)
+    return JSONResponse(stored.to_dict(), status_code=201)
+
+
+async def add_review(gateway: Gateway, viewer: Viewer, run_id: str, body: dict[str, Any]) -> Review:
+    """Store `viewer`'s review of `run_id` from a request's `body` (the API's, and the
+    dashboard's review page's): checked, then appended."""
+    reviewer = reviewer_of(viewer)
     label = body.get("label")
     if label not in LABELS:
         raise BadRequest(
@@ -142,8 +165,7 @@ async def review_post(request: Request) -> Response:
     note = body.get("note")
     if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE):
         raise BadRequest(f"`note` must be a string of at most {MAX_NOTE} characters.", param="note")
-    run_id = request.path_params["run_id"]
-    record = await record_for(gateway, request, run_id)
+    record = await record_seen_by(gateway, viewer, run_id)
     if record.status != "scored" or record.score is None:
         raise Conflict(
             f"Run `{run_id}` has no final score to review (its status is {record.status}).",
@@ -157,8 +179,7 @@ async def review_post(request: Request) -> Response:
             param="opinions",
         )
     review = Review(run_id, reviewer, record.key_name, label, opinions, note, time.time())
-    stored = await Reviews(gateway.store).add(review)
-    return JSONResponse(stored.to_dict(), status_code=201)
+    return await Reviews(gateway.store).add(review)
 
 
 def queue_item(record: ScoreRecord) -> dict[str, Any]:
@@ -229,6 +250,14 @@ async def review_agreement(request: Request) -> Response:
     gateway = _gateway(request)
     viewer, _ = _reviewer(gateway, request)
     params = _params(request, frozenset({"since", "until", "key", "category", "precision"}))
+    return JSONResponse(await agreement_figures(gateway, viewer, params))
+
+
+async def agreement_figures(
+    gateway: Gateway, viewer: Viewer, params: Mapping[str, str]
+) -> dict[str, Any]:
+    """The agreement's answer for `params` (the API's, and the dashboard's agreement page's)."""
+    reviewer_of(viewer)
     since, until = _window(params)
     category = params.get("category")
     if category is not None and not CATEGORY_ID.fullmatch(category):
@@ -244,9 +273,7 @@ async def review_agreement(request: Request) -> Response:
     figures = agreement(
         reviewed, scale=gateway.settings.judge.scale, precision=precision, category=category
     )
-    return JSONResponse(
-        {"object": "bias.agreement", "since": since, "until": until, "key": key, **figures}
-    )
+    return {"object": "bias.agreement", "since": since, "until": until, "key": key, **figures}
 
 
 async def review_export(request: Request) -> Response:

@@ -238,7 +238,11 @@ async def score_stats(request: Request) -> Response:
 
 async def record_for(gateway: Gateway, request: Request, run_id: str) -> ScoreRecord:
     """The record of `run_id` if this caller may read it; 404 otherwise, alike."""
-    viewer = viewer_of(gateway, request)
+    return await record_seen_by(gateway, viewer_of(gateway, request), run_id)
+
+
+async def record_seen_by(gateway: Gateway, viewer: Viewer, run_id: str) -> ScoreRecord:
+    """The record of `run_id` if `viewer` may read it; 404 otherwise, alike."""
     record = await gateway.store.get(run_id)
     if record is None or not viewer.may_see(record):
         raise NotFound(f"No bias score with run id `{run_id}`.", param="run_id")

@@ -10,7 +10,7 @@ dataset, the judge or the caller is escaped by its autoescaping.
 """
 
 from guard.report.bands import HISTOGRAM_BUCKETS, SUMMARY_BUCKETS, bucket_labels, score_buckets
-from guard.report.calibration import render_calibration
+from guard.report.calibration import render_calibration, thresholds_chart
 from guard.report.page import paired_opinions, render_report
 
 __all__ = [
@@ -21,4 +21,5 @@ __all__ = [
     "render_calibration",
     "render_report",
     "score_buckets",
+    "thresholds_chart",
 ]

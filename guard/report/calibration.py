@@ -7,6 +7,7 @@ report in, text out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from guard.calibration import CalibrationReport, CountRow, Counts, ThresholdRow
 from guard.report.charts import BAND_COLOURS, BAR_COLOUR, CATEGORY_COLOUR, Series, line_chart
 from guard.report.page import templates
 
-__all__ = ["render_calibration"]
+__all__ = ["render_calibration", "thresholds_chart"]
 
 _FLAGGED_COLOUR = "#546e7a"
 
@@ -139,17 +140,32 @@ def _picks(report: CalibrationReport) -> list[tuple[str, str]]:
 
 
 def _chart(report: CalibrationReport) -> Markup:
-    rows = report.calibration.rows
+    calibration = report.calibration
+    return thresholds_chart(
+        calibration.rows, scale=report.scale, best=calibration.best, reaching=calibration.reaching
+    )
+
+
+def thresholds_chart(
+    rows: Sequence[ThresholdRow],
+    *,
+    scale: float,
+    best: ThresholdRow | None = None,
+    reaching: ThresholdRow | None = None,
+) -> Markup:
+    """Precision, recall, F1 and the share flagged over `rows`' thresholds (0 to
+    `scale`), with the best F1's and the lowest reaching the precision's marked: the
+    calibration page's chart, and the dashboard's agreement page's."""
 
     def series(name: str, colour: str, key: str, *, dashed: bool = False) -> Series:
         points = [(row.threshold, getattr(row.counts, key)) for row in rows]
         return Series(name, colour, points, dashed=dashed)
 
     markers = []
-    if report.calibration.best is not None:
-        markers.append((report.calibration.best.threshold, "best F1"))
-    if report.calibration.reaching is not None:
-        markers.append((report.calibration.reaching.threshold, "lowest reaching the precision"))
+    if best is not None:
+        markers.append((best.threshold, "best F1"))
+    if reaching is not None:
+        markers.append((reaching.threshold, "lowest reaching the precision"))
     return line_chart(
         [
             series("precision", BAR_COLOUR, "precision"),
@@ -158,7 +174,7 @@ def _chart(report: CalibrationReport) -> Markup:
             series("flagged", _FLAGGED_COLOUR, "flagged", dashed=True),
         ],
         title="Precision, recall and F1 by threshold",
-        x_max=report.scale,
+        x_max=scale,
         x_label="threshold (flagged at a score >= it)",
         markers=markers,
     )

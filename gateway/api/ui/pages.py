@@ -12,13 +12,15 @@
   they were given, overall and by key (admin keys and open mode only), model and
   category, with the newest of those they would flag and block
   (`gateway.api.whatif`, the same counts as `GET /v1/bias/whatif`).
+- `/ui/review` and `/ui/agreement`: the review queue and the agreement of the judge
+  with the reviewers (`gateway.api.ui.review`, `gateway.api.ui.agreement`).
 - `/ui/probe`: the live probe's findings over a window (admin keys and open mode
   only), a chart per dimension as the CLI's report draws it, every comparison,
   and what the replays may spend (`gateway.api.probe`, the same figures as
   `GET /v1/bias/probe/findings`).
-- `/ui/login`: with keys configured nothing is shown without one. A key is
-  checked like an API key and kept in an HttpOnly, SameSite=Strict cookie for
-  `/ui`; every page then reads only what that key may (`gateway.api.search.Viewer`).
+- `/ui/login`: with keys configured nothing is shown without one
+  (`gateway.api.ui.signin`); every page then reads only what that key may
+  (`gateway.api.search.Viewer`).
 
 Everything the pages need ships with the package: templates, styles and charts
 (`guard.report.charts`, inline SVG, shared with the eval report). Nothing is
@@ -29,21 +31,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
-from typing import Any, cast
-from urllib.parse import parse_qs, urlencode
+from typing import Any
+from urllib.parse import urlencode
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.api.probe import probe_record
-from gateway.api.search import Viewer, parse_score_query
+from gateway.api.search import parse_score_query
+from gateway.api.ui.agreement import agreement_page
+from gateway.api.ui.rendering import COOKIE, render_page, to_login
+from gateway.api.ui.rendering import gateway_of as _gateway
+from gateway.api.ui.rendering import viewer_of_cookie as _viewer
+from gateway.api.ui.review import review_form, review_page, review_script
+from gateway.api.ui.signin import login, login_form, logout
 from gateway.api.whatif import parse_whatif_query
 from gateway.domain import TAMPER_KINDS, VERDICTS
-from gateway.errors import AuthenticationFailed, GatewayError, NotFound
-from gateway.runtime.resources import Gateway
+from gateway.errors import GatewayError, NotFound
 from gateway.store.probes import ProbeQuery
 from gateway.store.queries import TIME_BUCKETS, ScoreQuery, StatsQuery, encode_cursor
 from guard.report.charts import bar_chart, stacked_columns
@@ -51,16 +56,8 @@ from guard.report.probe import FINDING_COLUMNS, finding_row, probe_charts
 
 __all__ = ["COOKIE", "ui_routes"]
 
-COOKIE = "bias_ui_key"
-_FORM_MAX = 4096  # bytes: a key and a path
 WINDOWS = {"1h": (3600, "minute"), "24h": (86400, "hour"), "7d": (7 * 86400, "day"),
            "30d": (30 * 86400, "day")}  # fmt: skip
-_TEMPLATES = Environment(
-    loader=FileSystemLoader(Path(__file__).parent / "templates"),
-    autoescape=select_autoescape(["html"]),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
 
 
 def ui_routes() -> list[Route]:
@@ -69,6 +66,10 @@ def ui_routes() -> list[Route]:
         Route("/ui/records", records, methods=["GET"]),
         Route("/ui/records/{run_id}", record, methods=["GET"]),
         Route("/ui/whatif", whatif, methods=["GET"]),
+        Route("/ui/review", review_page, methods=["GET"]),
+        Route("/ui/review", review_form, methods=["POST"]),
+        Route("/ui/review.js", review_script, methods=["GET"]),
+        Route("/ui/agreement", agreement_page, methods=["GET"]),
         Route("/ui/probe", probe, methods=["GET"]),
         Route("/ui/login", login_form, methods=["GET"]),
         Route("/ui/login", login, methods=["POST"]),
@@ -76,47 +77,11 @@ def ui_routes() -> list[Route]:
     ]
 
 
-def _gateway(request: Request) -> Gateway:
-    return cast(Gateway, request.app.state.gateway)
-
-
-def _page(name: str, request: Request, viewer: Viewer | None, status: int = 200,
-          **context: Any) -> HTMLResponse:  # fmt: skip
-    body = _TEMPLATES.get_template(name).render(
-        request_path=request.url.path, viewer=viewer, **context
-    )
-    return HTMLResponse(
-        body,
-        status_code=status,
-        # The pages hold scores and maybe captured text: never cached, never framed.
-        headers={
-            "cache-control": "no-store",
-            "x-frame-options": "DENY",
-            "content-security-policy": "default-src 'none'; style-src 'unsafe-inline';"
-            " img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
-            "referrer-policy": "no-referrer",
-        },
-    )
-
-
-def _viewer(gateway: Gateway, request: Request) -> Viewer | None:
-    """Who is looking, from the sign-in cookie; None when a sign-in is needed."""
-    try:
-        return Viewer(gateway.auth.identify(request.cookies.get(COOKIE)))
-    except AuthenticationFailed:
-        return None
-
-
-def _to_login(request: Request) -> Response:
-    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    return RedirectResponse(f"/ui/login?{urlencode({'next': target})}", status_code=303)
-
-
 async def overview(request: Request) -> Response:
     gateway = _gateway(request)  # once: a reload may publish another meanwhile
     viewer = _viewer(gateway, request)
     if viewer is None:
-        return _to_login(request)
+        return to_login(request)
     window = request.query_params.get("window", "24h")
     if window not in WINDOWS:
         window = "24h"
@@ -152,7 +117,7 @@ async def overview(request: Request) -> Response:
     keys = [(str(g.key or "no key"), float(g.records)) for g in by_key]
     # Per key, the share overload left scored (only keys whose responses were shed).
     shares = [(str(g.key or "no key"), g.scored_share) for g in by_key if g.overload_sampled]
-    return _page(
+    return render_page(
         "overview.html",
         request,
         viewer,
@@ -172,15 +137,16 @@ async def records(request: Request) -> Response:
     gateway = _gateway(request)
     viewer = _viewer(gateway, request)
     if viewer is None:
-        return _to_login(request)
+        return to_login(request)
     params = {name: value for name, value in request.query_params.items() if value != ""}
     params.setdefault("verdict", "flag,block")  # the latest flagged and blocked, by default
     params.setdefault("limit", "25")
     try:
         query = viewer.scoped(parse_score_query(params))
     except GatewayError as exc:
-        return _page("records.html", request, viewer, status=400, error=exc.message,
-                     params=params, rows=[], next_url=None, tamper_kinds=TAMPER_KINDS)  # fmt: skip
+        return render_page("records.html", request, viewer, status=400, error=exc.message,
+                           params=params, rows=[], next_url=None,
+                           tamper_kinds=TAMPER_KINDS)  # fmt: skip
     found = await gateway.store.search(query)
     page, more = found[: query.limit], len(found) > query.limit
     next_url = None
@@ -188,34 +154,36 @@ async def records(request: Request) -> Response:
         following = {**params, "cursor": encode_cursor(page[-1].created_at, page[-1].run_id)}
         next_url = f"/ui/records?{urlencode(following)}"
     shown = {name: value for name, value in params.items() if name not in ("cursor", "limit")}
-    return _page("records.html", request, viewer, rows=page, params=shown, next_url=next_url,
-                 error=None, when=_when, tamper_kinds=TAMPER_KINDS)  # fmt: skip
+    return render_page("records.html", request, viewer, rows=page, params=shown,
+                       next_url=next_url, error=None, tamper_kinds=TAMPER_KINDS)  # fmt: skip
 
 
 async def record(request: Request) -> Response:
     gateway = _gateway(request)
     viewer = _viewer(gateway, request)
     if viewer is None:
-        return _to_login(request)
+        return to_login(request)
     run_id = request.path_params["run_id"]
     found = await gateway.store.get(run_id)
     if found is None or not viewer.may_see(found):
         error = NotFound(f"No bias score with run id `{run_id}`.")
-        return _page("record.html", request, viewer, status=404, error=error.message, row=None)
+        return render_page(
+            "record.html", request, viewer, status=404, error=error.message, row=None
+        )
     result = found.result or {}
     opinions = result.get("preprocessStepResult", {}).get("opinions") or []
     verdicts = result.get("analyzeStepResult", {}).get("results") or []
     judged = opinions if len(opinions) == len(verdicts) else ["(the whole text)"] * len(verdicts)
-    return _page("record.html", request, viewer, row=found, error=None, when=_when,
-                 verdicts=list(zip(judged, verdicts, strict=True)),
-                 category_scores=result.get("categoryScores") or {})  # fmt: skip
+    return render_page("record.html", request, viewer, row=found, error=None,
+                       verdicts=list(zip(judged, verdicts, strict=True)),
+                       category_scores=result.get("categoryScores") or {})  # fmt: skip
 
 
 async def whatif(request: Request) -> Response:
     gateway = _gateway(request)  # once: a reload swaps it for later requests
     viewer = _viewer(gateway, request)
     if viewer is None:
-        return _to_login(request)
+        return to_login(request)
     settings = gateway.settings
     # The form starts at the thresholds the viewer's requests are decided with today.
     _, policy = settings.policy_for(viewer.key)
@@ -235,93 +203,38 @@ async def whatif(request: Request) -> Response:
     asked["since"] = str(time.time() - WINDOWS[window][0])
     scale = settings.judge.scale
     context: dict[str, Any] = {"params": params, "windows": list(WINDOWS), "scale": scale,
-                               "when": _when, "result": None, "error": None}  # fmt: skip
+                               "result": None, "error": None}  # fmt: skip
     try:
         query = parse_whatif_query(asked, scale=scale, viewer=viewer)
     except GatewayError as exc:
-        return _page(
+        return render_page(
             "whatif.html", request, viewer, status=400, **{**context, "error": exc.message}
         )
     result = await gateway.store.whatif(query)
-    return _page("whatif.html", request, viewer, **{**context, "result": result})
+    return render_page("whatif.html", request, viewer, **{**context, "result": result})
 
 
 async def probe(request: Request) -> Response:
     gateway = _gateway(request)
     viewer = _viewer(gateway, request)
     if viewer is None:
-        return _to_login(request)
+        return to_login(request)
     config, caps = gateway.settings.probe, gateway.probe.caps
     context: dict[str, Any] = {"config": config, "windows": list(WINDOWS), "record": None,
                                "tokens": caps.tokens_last_minute()}  # fmt: skip
     if not viewer.sees_all:
         error = "Only an admin key may read the live probe's findings."
-        return _page("probe.html", request, viewer, status=403, error=error, **context)
+        return render_page("probe.html", request, viewer, status=403, error=error, **context)
     window = request.query_params.get("window", "24h")
     window = window if window in WINDOWS else "24h"
     now = time.time()
     pairs = await gateway.store.probe_pairs(ProbeQuery(now - WINDOWS[window][0], now))
     record = await asyncio.to_thread(probe_record, pairs)  # the permutation tests take a while
     found = sorted(record["findings"], key=lambda f: (not f["significant"], f["q_value"]))
-    return _page("probe.html", request, viewer, error=None, window=window, **{**context,
-                 "record": record, "charts": probe_charts(record["findings"]),
-                 "columns": FINDING_COLUMNS, "rows": [finding_row(f) for f in found]})  # fmt: skip
-
-
-async def login_form(request: Request) -> Response:
-    if _gateway(request).auth.open:
-        return RedirectResponse("/ui", status_code=303)
-    return _page("login.html", request, None, error=None, next=_safe_next(request))
-
-
-async def login(request: Request) -> Response:
-    gateway = _gateway(request)
-    form = await _small_form(request)
-    key = form.get("key", "").strip()
-    target = _safe_next(request, form.get("next", ""))
-    try:
-        gateway.auth.identify(key)
-    except AuthenticationFailed:
-        return _page("login.html", request, None, status=401, next=target,
-                     error="That key is not one of this gateway's keys.")  # fmt: skip
-    response = RedirectResponse(target, status_code=303)
-    response.set_cookie(COOKIE, key, httponly=True, samesite="strict", path="/ui",
-                        secure=request.url.scheme == "https")  # fmt: skip
-    return response
-
-
-async def logout(request: Request) -> Response:
-    response = RedirectResponse("/ui/login", status_code=303)
-    response.delete_cookie(COOKIE, path="/ui")
-    return response
-
-
-async def _small_form(request: Request) -> dict[str, str]:
-    """The sign-in form's fields (urlencoded, at most `_FORM_MAX` bytes; more is refused
-    unread as empty). Parsed here: Starlette's `form()` would need python-multipart."""
-    if int(request.headers.get("content-length") or 0) > _FORM_MAX:
-        return {}
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > _FORM_MAX:
-            return {}
-    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
-    return {name: values[0] for name, values in fields.items()}
-
-
-def _safe_next(request: Request, value: str | None = None) -> str:
-    """Where to go after signing in: a /ui path of this gateway, nothing else."""
-    target = value if value is not None else request.query_params.get("next", "")
-    if target.startswith("/ui") and not target.startswith("//") and "\\" not in target:
-        return target
-    return "/ui"
-
-
-def _when(epoch: float | None) -> str:
-    if epoch is None:
-        return ""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch)) + " UTC"
+    return render_page("probe.html", request, viewer, error=None, window=window,
+                       **{**context, "record": record,
+                          "charts": probe_charts(record["findings"]), "columns": FINDING_COLUMNS,
+                          "rows": [finding_row(f) for f in found]})  # fmt: skip
 
 
 def _bucket_label(epoch: float, bucket: str) -> str:

@@ -273,11 +273,20 @@ def test_pages_escape_text_and_load_nothing_from_elsewhere(
     )
     run_id = raw.headers["x-bias-run-id"]
     with httpx.Client(base_url=gateway.url, cookies={"bias_ui_key": ADMIN}) as http:
-        paths = ("/ui", "/ui/records", f"/ui/records/{run_id}", "/ui/whatif")
+        paths = ("/ui", "/ui/records", f"/ui/records/{run_id}", "/ui/whatif", "/ui/agreement")
         pages = [http.get(path) for path in paths]
         pages.append(http.get("/ui/login"))
+        review = http.get("/ui/review")  # the only page with a script: its own
+        script = http.get("/ui/review.js")
+    assert re.findall(r"<script[^>]*>", review.text) == ['<script src="/ui/review.js" defer>']
+    assert '<mark class="opinion" data-index="0">&lt;script&gt;' in review.text
+    assert "script-src 'self'" in review.headers["content-security-policy"]
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert "fetch(" not in script.text  # the form posts itself; the script asks nothing
     for page in pages:
-        assert "<script" not in page.text
+        assert "script-src" not in page.headers["content-security-policy"]
+    for page in [*pages, review]:
+        assert page.text.count("<script") <= (page is review)
         assert "<img src=x" not in page.text
         assert not re.search(r"(src|href)=\"(https?:)?//", page.text)
         assert "http://" not in page.text
