@@ -206,14 +206,20 @@ def test_injected_instructions_neither_pass_nor_go_unmarked(
     assert len(found) - len(unmarked) >= math.ceil(0.9 * len(found)), unmarked
 
 
-@pytest.mark.parametrize("family", ["hidden_text", "padding", "tool_arguments", "encoding"])
+# Legacy Completions has no tool calls: that pair is not a case.
+FAMILY_SURFACES = [
+    (family, surface)
+    for family in ("hidden_text", "padding", "tool_arguments", "encoding")
+    for surface in SURFACES
+    if not (family == "tool_arguments" and surface == "completions")
+]
+
+
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize(("family", "surface"), FAMILY_SURFACES)
 def test_no_attack_of_the_family_passes(
     gullible: Attacked, surface: str, mode: str, family: str
 ) -> None:
-    if family == "tool_arguments" and surface == "completions":
-        pytest.skip("legacy Completions has no tool calls")
     found = gullible.deliveries(ATTACKS[family], surface, mode)
     assert len(found) == len(ATTACKS[family])
     assert _passed(found) == []
