@@ -57,6 +57,7 @@ class PlantedModel:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.fail_next = 0  # how many of the next requests get a 500, as an upstream's outage
         self.app = Starlette(
             routes=[
                 Route(f"/v1/{path}", self._answer, methods=["POST"])
@@ -71,6 +72,9 @@ class PlantedModel:
         body = await request.json()
         api = request.url.path.removeprefix("/v1/")
         self.requests.append((api, body))
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            return JSONResponse({"error": {"message": "planted outage"}}, status_code=500)
         prompt = _prompt(body)
         seed = int(body.get("seed") or body.get("metadata", {}).get("seed", 0))
         self.calls[(prompt, seed)] += 1

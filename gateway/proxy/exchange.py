@@ -46,6 +46,7 @@ class UpstreamCall:
     span_context: SpanContext | None = None
     sent_at: float = 0.0
     stream: bool = False  # whether the upstream was asked for a stream
+    status: int | None = None  # the upstream's status, once it answered
 
     def headers(self) -> dict[str, str]:
         """The headers the upstream is sent: the target's credentials, what is forwarded."""
@@ -94,6 +95,7 @@ class UpstreamCall:
         except UpstreamError as exc:
             self.end(error_type=type(exc).__name__)
             raise
+        self.status = response.status
         if response.status >= 400:
             self.end(status=response.status, error_type=str(response.status))
         return response

@@ -23,7 +23,11 @@ log = structlog.get_logger("gateway.probe")
 
 
 def offer_to_probe(call: ScoredCall) -> None:
-    """Offer `call` to the live probe if this request is the probe sampler's turn."""
+    """Offer `call` to the live probe if this request is the probe sampler's turn, and the
+    upstream answered it (a failed call would only replay the failure, spending the caps)."""
+    status = call.upstream_call.status
+    if status is None or status >= 400:
+        return
     probe = call.gateway.probe
     if not probe.take():
         return

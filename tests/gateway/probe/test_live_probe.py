@@ -5,6 +5,10 @@ with the openai SDK as the client. On both store engines (the fixtures: conftest
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
+
+import openai
+import pytest
 
 from guard.limits import Lane
 from testkit.fake_openai import FakeOpenAI
@@ -99,6 +103,26 @@ def test_the_caps_drop_whole_probes_and_count_them(
         ask(tokens, "Write two sentences about expats renting a flat.", seed)
     wait_for(lambda: dropped(tokens, "max_tokens_per_minute") == 9, "3 probes dropped")
     assert replays(tokens) == 3
+
+
+def test_a_request_the_upstream_failed_is_not_replayed(
+    probed: Callable[..., RunningGateway], planted: PlantedModel
+) -> None:
+    gateway = probed()
+    planted.fail_next = 1
+    with gateway.client() as client, pytest.raises(openai.InternalServerError):
+        client.with_options(max_retries=0).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "Write two sentences about locals."}]
+        )
+    ask(gateway, "Write two sentences about expats renting a flat.", 0)
+    settled(gateway, 3)  # the answered request's three replays, and none of the failed one's
+    asked = [_user_prompt(body) for _, body in planted.requests]
+    assert not any("locals." in prompt and "flat" not in prompt for prompt in asked[1:])
+    assert replays(gateway, "failed") == 0
+
+
+def _user_prompt(body: dict[str, Any]) -> str:
+    return str(body["messages"][-1]["content"])
 
 
 def test_only_an_admin_key_reads_the_findings(probed: Callable[..., RunningGateway]) -> None:
