@@ -140,6 +140,7 @@ def test_decorating_marks_on_latin_words_are_removed(text, judged):
         "\u0627\u0644\u0639\u064e\u0631\u064e\u0628\u0650\u064a\u0651\u064e\u0629",  # Arabic
         "\u05e9\u05c1\u05b8\u05dc\u05d5\u05b9\u05dd",  # Hebrew points
         "\ud55c\uad6d\uc5b4 \u1100\u1161\u11a8",  # Korean, syllables and jamo
+        "\u043a\u043d\u0438\u0301\u0433\u0430 \u0437\u0430\u0301\u043c\u043e\u043a",  # stress marks
         "caf\u00e9, d\u00e9j\u00e0 vu, \u017elu\u0165ou\u010dk\u00fd k\u016f\u0148",
         "x\u0302 and \u0101\u0304",  # maths: a hat on x, one mark
     ],
