@@ -6,7 +6,10 @@ wrote it, or the agent that reads it, sees a sentence. A run is decoded when:
 - it is one unbroken run of 16..`LONGEST` characters of the base64 alphabet
   (standard or URL-safe, not both, padding allowed), or of hex digits (even
   length, "0x" allowed), or eight or more hex bytes set apart by spaces or colons
-  ("57 6f 6d 65 6e ...");
+  ("57 6f 6d 65 6e ..."), or eight or more escaped bytes or code points as source
+  code writes them ("\\x57\\x6f...", "\\u0057\\u006f...");
+- a base64 run may be glued to a key ("token=" then the run, as in a URL's query
+  or a config line): the key stays, the run after it is read;
 - its bytes are UTF-8 text of printable characters (tabs and line breaks allowed),
   at least half of its visible characters letters.
 
@@ -44,13 +47,18 @@ _PAIRS = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{2}[ :]){7,}[0-9A-Fa-f]{2}(?![\w:]
 _HEX = re.compile(r"(?:0x)?((?:[0-9A-Fa-f]{2})+)")
 _STANDARD = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _URL_SAFE = re.compile(r"[A-Za-z0-9_-]+={0,2}")
+_KEYED = re.compile(r"([A-Za-z][\w.-]{0,63}=)([A-Za-z0-9+/_-]{16,}={0,2})")
+_ESCAPED = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){8,}|(?:\\u[0-9A-Fa-f]{4}){8,}")
 
 
 def _readable(data: bytes) -> str | None:
     try:
-        text = data.decode("utf-8")
+        return _legible(data.decode("utf-8"))
     except UnicodeDecodeError:
         return None
+
+
+def _legible(text: str) -> str | None:
     visible = [char for char in text if not char.isspace()]
     if len(visible) < 4 or not all(
         char.isprintable() or char in "\t\n\r" or unicodedata.category(char) == "Cf"
@@ -78,7 +86,23 @@ def _from_base64(run: str) -> str | None:
     return _readable(data)
 
 
+def _unescaped(run: str) -> str | None:
+    if run[1] == "x":
+        return _readable(bytes.fromhex(run.replace("\\x", "")))
+    try:
+        text = "".join(chr(int(run[at : at + 4], 16)) for at in range(2, len(run), 6))
+        return _legible(text.encode("utf-16", "surrogatepass").decode("utf-16"))
+    except UnicodeDecodeError:
+        return None  # a lone surrogate
+
+
 def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
+    if run.startswith("\\"):
+        text = _unescaped(run)
+        return None if text is None else (text, "hex")
+    if keyed := _KEYED.fullmatch(run):
+        text = _from_base64(keyed.group(2))
+        return None if text is None else (keyed.group(1) + text, "base64")
     if pairs:
         text = _readable(bytes.fromhex(re.sub("[ :]", "", run)))
         return None if text is None else (text, "hex")
@@ -92,7 +116,8 @@ def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
 
 
 def _runs(text: str) -> list[tuple[int, int, bool]]:
-    """Where the candidate runs are: (start, end, whether it is hex bytes set apart)."""
+    """Where the candidate runs are: (start, end, whether it is hex bytes set apart);
+    escaped runs start with a backslash."""
     found: list[tuple[int, int, bool]] = []
     runs = shape(text, _RUN_SHAPE)
     at = runs.find(_SHORTEST)
@@ -103,6 +128,8 @@ def _runs(text: str) -> list[tuple[int, int, bool]]:
         at = runs.find(_SHORTEST, end)
     if _PAIRS_HINT in shape(text, _PAIRS_SHAPE):
         found += [(match.start(), match.end(), True) for match in _PAIRS.finditer(text)]
+    if "\\x" in text or "\\u" in text:
+        found += [(match.start(), match.end(), False) for match in _ESCAPED.finditer(text)]
     return sorted(found)
 
 

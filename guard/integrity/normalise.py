@@ -11,6 +11,9 @@ are undone. `judged_view` applies, in this order:
 3. Invisible characters removed (`"invisible"`), except inside emoji sequences and
    the scripts that shape with joiners; hidden tag text decoded in its place
    (`guard.integrity._hidden`).
+   Combining marks that decorate Latin words (strikethrough, stacks of marks) removed
+   (`"marks"`; `guard.integrity._marks`); accents that compose and the marks of
+   scripts that need them stay.
 4. Base64 and hex runs that decode to readable text replaced by it (`"base64"`,
    `"hex"`; `guard.integrity._encoded`), one level deep; steps 1..3 then read the
    decoded text too.
@@ -39,12 +42,13 @@ from guard.integrity._bidi import resolve
 from guard.integrity._encoded import decode_runs
 from guard.integrity._hidden import may_hide, reveal
 from guard.integrity._lookalikes import fold
+from guard.integrity._marks import may_decorate, strip_decoration
 from guard.integrity._spelling import fold_digits, join_spaced
 
 __all__ = ["NORMALISATIONS", "JudgedView", "Normalisation", "judged_view", "nfkc"]
 
 Normalisation = Literal[
-    "nfkc", "invisible", "bidi", "confusables", "digits", "spacing", "base64", "hex"
+    "nfkc", "invisible", "bidi", "marks", "confusables", "digits", "spacing", "base64", "hex"
 ]
 NORMALISATIONS: tuple[Normalisation, ...] = get_args(Normalisation)
 
@@ -73,11 +77,16 @@ def nfkc(text: str) -> str:
 
 
 _Step = tuple[Normalisation, Callable[[str], str]]
-_CHARACTER_STEPS: tuple[_Step, ...] = (("nfkc", nfkc), ("bidi", resolve), ("invisible", reveal))
+_CHARACTER_STEPS: tuple[_Step, ...] = (
+    ("nfkc", nfkc),
+    ("bidi", resolve),
+    ("invisible", reveal),
+    ("marks", strip_decoration),
+)
 # A fold can make a new word for another ("W 0 m e n" -> "W0men" -> "Women"): the word
 # steps run again while they change something, a few rounds at most.
 _WORD_ROUNDS = 4
-_REVEAL_STEPS = (_CHARACTER_STEPS[0], _CHARACTER_STEPS[2])
+_REVEAL_STEPS = (_CHARACTER_STEPS[0], *_CHARACTER_STEPS[2:])
 _WORD_STEPS: tuple[_Step, ...] = (
     ("spacing", join_spaced),
     ("confusables", fold),
@@ -86,7 +95,9 @@ _WORD_STEPS: tuple[_Step, ...] = (
 
 
 def _characters(text: str, applied: set[Normalisation]) -> str:
-    if text.isascii() or (unicodedata.is_normalized("NFKC", text) and not may_hide(text)):
+    if text.isascii() or (
+        unicodedata.is_normalized("NFKC", text) and not may_hide(text) and not may_decorate(text)
+    ):
         return text
     revealed = _run(_CHARACTER_STEPS, text, applied)
     # A removed character may have kept a letter and its mark apart.
