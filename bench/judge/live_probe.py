@@ -105,8 +105,8 @@ def _cell(procs: Processes, work: Path, fake: str, args: argparse.Namespace, rat
             "sample_rate": rate,
             "sent": len(load.sent),
             "ok": sum(1 for s in load.sent if s.status == 200),
-            "p50_ms": percentile(latencies, 0.5),
-            "p99_ms": percentile(latencies, 0.99),
+            "p50_ms": percentile(latencies, 0.5, 1),
+            "p99_ms": percentile(latencies, 0.99, 1),
             "probe": _settled(server.url, int(len(load.sent) * rate) * len(GROUPS)),
         }
     finally:

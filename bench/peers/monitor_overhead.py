@@ -44,7 +44,7 @@ def _log(message: str) -> None:
 
 
 def _percentiles(latencies: list[float]) -> dict[str, float | None]:
-    return {name: percentile(latencies, share) for name, share in _SHARES.items()}
+    return {name: percentile(latencies, share, 1) for name, share in _SHARES.items()}
 
 
 def _phases(sent: list[Any], *, cold: float, warm_after: float) -> dict[str, dict[str, Any]]:
