@@ -84,3 +84,21 @@ def test_tests_share_helpers_through_tests_support_alone(path: Path) -> None:
     assert not reached, (
         f"{path.relative_to(ROOT)} imports {reached}: move the helper to tests/support/"
     )
+
+
+def test_no_module_imports_itself_back_through_others() -> None:
+    """No import cycle between our modules, imports made only for type checking included:
+    graphlib's topological sort of the import graph names one if there is."""
+    import graphlib
+
+    import grimp
+
+    graph = grimp.build_graph("gateway", "guard", "bench", "testkit")
+    imports = {
+        module: graph.find_modules_directly_imported_by(module) & graph.modules
+        for module in graph.modules
+    }
+    try:
+        graphlib.TopologicalSorter(imports).prepare()
+    except graphlib.CycleError as exc:
+        pytest.fail(f"an import cycle: {' -> '.join(exc.args[1])}")

@@ -34,7 +34,7 @@ def startup_fields(
 ) -> dict[str, Any]:
     """What runs: version, config source, policy modes, upstreams, judge, store, exporter,
     and which keys are set (never their values)."""
-    from gateway import __version__
+    from guard import __version__
 
     env = os.environ if env is None else env
     judge = settings.judge

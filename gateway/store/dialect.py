@@ -6,7 +6,7 @@ for claims made at once, and the score cache's ordering key. `Statements`
 builds from one every statement an engine runs, so the engines only hold
 their drivers, connections, and what only one of them has (PostgreSQL's
 LISTEN/NOTIFY, SQLite's sweep at start). The search and stats queries
-(`gateway.store.queries`), the record upsert (`records.upsert_sql`) and the
+(`gateway.store.queries`), the record upsert (`upsert_sql`) and the
 migrations (`gateway.store.migrations`) are written with it too.
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gateway.store.records import COLUMNS, upsert_sql
+from gateway.store.records import COLUMNS
 
-__all__ = ["POSTGRES", "SQLITE", "Dialect", "Statements"]
+__all__ = ["POSTGRES", "SQLITE", "Dialect", "Statements", "upsert_sql"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,3 +210,21 @@ class Statements:
     def release_some(self, count: int) -> str:
         """`release`, of the leases on `count` run ids only (from the second value)."""
         return f"{self.release} AND {self.dialect.one_of('run_id', count, first=2)}"
+
+
+def upsert_sql(dialect: Dialect) -> str:
+    """The one write of a record, in `dialect`: insert, or update a record that is
+    not final yet. A final status is written once: a late or duplicate write (a
+    scorer whose lease lapsed, a retry) leaves it as it is, except that a score
+    waiting for its deferred explanation takes that explanation. `attempts` only
+    grows."""
+    updates = [
+        f"{name} = excluded.{name}" for name in COLUMNS if name not in ("run_id", "attempts")
+    ]
+    updates.append(f"attempts = {dialect.greatest}(scores.attempts, excluded.attempts)")
+    return (
+        f"INSERT INTO scores ({', '.join(COLUMNS)}) VALUES ({dialect.params(len(COLUMNS))})"
+        f" ON CONFLICT (run_id) DO UPDATE SET {', '.join(updates)}"
+        " WHERE scores.status = 'pending'"
+        " OR (scores.reason_status = 'pending' AND excluded.status = scores.status)"
+    )

@@ -7,13 +7,10 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.domain import FINAL_STATUSES, STATUSES, Status
 from guard.outputs import valid_text
-
-if TYPE_CHECKING:
-    from gateway.store.dialect import Dialect
 
 __all__ = [
     "COLUMNS",
@@ -28,7 +25,6 @@ __all__ = [
     "record_from_row",
     "record_row",
     "rows_of",
-    "upsert_sql",
 ]
 
 
@@ -175,24 +171,6 @@ def check_record(record: ScoreRecord) -> ScoreRecord:
     if not isinstance(record.run_id, str):
         raise TypeError(f"run_id must be a str, not {type(record.run_id).__name__}")
     return dataclasses.replace(record)
-
-
-def upsert_sql(dialect: Dialect) -> str:
-    """The one write of a record, in `dialect`: insert, or update a record that is
-    not final yet. A final status is written once: a late or duplicate write (a
-    scorer whose lease lapsed, a retry) leaves it as it is, except that a score
-    waiting for its deferred explanation takes that explanation. `attempts` only
-    grows."""
-    updates = [
-        f"{name} = excluded.{name}" for name in COLUMNS if name not in ("run_id", "attempts")
-    ]
-    updates.append(f"attempts = {dialect.greatest}(scores.attempts, excluded.attempts)")
-    return (
-        f"INSERT INTO scores ({', '.join(COLUMNS)}) VALUES ({dialect.params(len(COLUMNS))})"
-        f" ON CONFLICT (run_id) DO UPDATE SET {', '.join(updates)}"
-        " WHERE scores.status = 'pending'"
-        " OR (scores.reason_status = 'pending' AND excluded.status = scores.status)"
-    )
 
 
 def json_text(value: Any) -> str:

@@ -6,7 +6,7 @@ its request and the tool-call arguments among the texts (for the record's
 `toolArguments` and `opinionSources`). Whoever scores it (the gateway that took the request, or a
 `bias-gateway scorer` process) holds a lease on the record (`leased_by`,
 `lease_until`) and renews it while it works. The final write erases the work; a
-final status, once written, is never overwritten (`records.upsert_sql`).
+final status, once written, is never overwritten (`dialect.upsert_sql`).
 
 A process that dies leaves its leases to lapse; then another takes the work
 (`attempts` counts the claims, `queue.max_attempts` bounds them). A graceful
