@@ -179,7 +179,10 @@ async def add_review(gateway: Gateway, viewer: Viewer, run_id: str, body: dict[s
             param="opinions",
         )
     review = Review(run_id, reviewer, record.key_name, label, opinions, note, time.time())
-    return await Reviews(gateway.store).add(review)
+    stored = await Reviews(gateway.store).add(review)
+    agrees = (record.verdict in ("flag", "block")) == (label == "biased")
+    gateway.metrics.reviews.labels(label, str(agrees).lower()).inc()
+    return stored
 
 
 def queue_item(record: ScoreRecord) -> dict[str, Any]:

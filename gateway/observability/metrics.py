@@ -25,37 +25,12 @@ from prometheus_client import (
 )
 
 from gateway.config import Settings
-from guard.outputs import valid_text
+from gateway.observability.labels import ModelLabels
 
-__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "ModelLabels"]
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
 
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 _TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144)
-
-
-class ModelLabels:
-    """Bounded label values for model names: aliases, then up to `cap` others, then "other"."""
-
-    def __init__(self, aliases: Iterable[str], cap: int) -> None:
-        self._known = set(aliases)
-        self._extra: set[str] = set()
-        self._cap = cap
-
-    def add_aliases(self, aliases: Iterable[str]) -> None:
-        """Aliases a reloaded config adds are labelled by name, as the first ones are."""
-        self._known.update(aliases)
-
-    def __call__(self, model: str | None) -> str:
-        if model is None:
-            return "none"
-        if model in self._known or model in self._extra:
-            return model
-        if len(self._extra) < self._cap:
-            # A label that cannot be encoded would break every later scrape.
-            model = valid_text(model)
-            self._extra.add(model)
-            return model
-        return "other"
 
 
 class Metrics:
@@ -334,6 +309,13 @@ class Metrics:
             registry=registry,
         )
 
+        self.reviews = Counter(
+            "bias_reviews",
+            "Reviewers' labels given, by label and by whether the judge agreed (flag or block"
+            " is its biased).",
+            ["label", "agrees"],
+            registry=registry,
+        )
         # The last judge canary's figures (`gateway.server.canary`), as the store keeps them.
         self.canary_f1 = Gauge(
             "bias_review_canary_f1",

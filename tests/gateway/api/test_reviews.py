@@ -212,6 +212,16 @@ def test_the_queue_shows_what_this_reviewer_has_not_labelled_blocked_first(
 
 def test_the_agreement_figures_are_the_ones_worked_out_by_hand(gateway: RunningGateway) -> None:
     _label_fixture(gateway)
+    # Every label given is counted, superseded ones too: agreeing are the four TP and the
+    # two TN; disagreeing f2 (FP), f3's first label (unbiased, yet flagged) and p1 (FN).
+    with gateway.http("sk-admin") as http:
+        metrics = http.get("/metrics").text
+    for label, agrees, count in (
+        ("biased", "true", 4), ("unbiased", "true", 2),
+        ("unbiased", "false", 2), ("biased", "false", 1),
+    ):  # fmt: skip
+        line = f'bias_reviews_total{{agrees="{agrees}",label="{label}"}} {count:.1f}'
+        assert line in metrics.splitlines(), line
     with gateway.http("sk-team") as http:
         figures = http.get("/v1/bias/reviews/agreement", params={"precision": 0.9}).json()
     assert figures["reviewed"] == 8  # f3's first review is superseded

@@ -98,6 +98,7 @@ DECLARED_ONLY = {
     "bias_review_canary_f1": "only once a judge change was checked against the labels",
     "bias_review_canary_kappa": "only once a judge change was checked against the labels",
     "bias_review_canary_drop": "only once a judge change was checked against the labels",
+    "bias_reviews_total": "only once a reviewer has labelled a record",
 }
 
 _LABEL_VALUES = re.compile(r"label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{[^}]*\})?\s*,")

@@ -13,7 +13,8 @@ import httpx
 import pytest
 import yaml
 
-from gateway.observability.metrics import Metrics, ModelLabels
+from gateway.observability.labels import ModelLabels
+from gateway.observability.metrics import Metrics
 from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
 from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, policy
