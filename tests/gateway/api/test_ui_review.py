@@ -163,6 +163,7 @@ def test_reviewing_the_queue_with_the_keyboard_alone(
 ) -> None:
     """A reviewer signs in and works through its queue (blocked first, then flagged,
     newest first) with keys only: the reviews the API then holds are the ones keyed."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -181,18 +182,22 @@ def test_reviewing_the_queue_with_the_keyboard_alone(
         ActionChains(browser).send_keys(*keys).perform()
 
     def showing() -> str | None:
-        """The run id of the record on the page (None: no record), once it has loaded."""
-        found = browser.find_elements(By.CSS_SELECTOR, 'input[name="run_id"]')
-        return found[0].get_attribute("value") if found else None
+        """The run id of the record on the page (None: no record), once it has loaded;
+        "loading" while a submitted form replaces the document.
+
+        Read in one script, so the document cannot change between finding the field
+        and reading it (a stale element)."""
+        try:
+            return browser.execute_script(  # type: ignore[no-any-return]
+                'if (document.readyState !== "complete") return "loading";'
+                " const field = document.querySelector('input[name=\"run_id\"]');"
+                " return field ? field.value : null;"
+            )
+        except WebDriverException:
+            return "loading"
 
     def next_page(leaving: str | None) -> None:
-        wait_for(
-            lambda: (
-                browser.execute_script("return document.readyState") == "complete"
-                and showing() != leaving
-            ),
-            "the next record",
-        )
+        wait_for(lambda: showing() not in (leaving, "loading"), "the next record")
 
     browser.get(f"{gateway.url}/ui/review")
     browser.find_element(By.ID, "key").send_keys(REVIEWER, Keys.ENTER)
