@@ -4,7 +4,6 @@ JSON-lines file of the same shape (`--corpus`)."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from testkit.attack_runs import ToolCall
+from testkit.attacks import corpus
 
 __all__ = ["Entry", "entry_of", "from_file", "from_tests", "limited"]
 
@@ -97,9 +97,7 @@ def from_file(path: Path) -> list[Entry]:
 def from_tests() -> list[Entry]:
     """The corpus of `testkit.attacks` (the attacks, then the benign texts),
     through its `corpus()`."""
-    # It lands with issue 30's other branches (h3-tamper); until then this import fails.
-    samples = importlib.import_module("testkit.attacks").corpus()
-    return [entry_of(sample) for sample in samples]
+    return [entry_of(sample) for sample in corpus()]
 
 
 def limited(entries: Iterable[Entry], per_family: int | None) -> list[Entry]:

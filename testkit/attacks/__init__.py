@@ -41,7 +41,9 @@ class Sample:
     `style` is the attack's technique within its family (for injection: instruction,
     format_forgery, role_forgery or section_close), or a benign text's topic.
     `expect_tamper` are the kinds the detector must report at least. A tool-argument
-    attack also names the tool and its arguments, one of which is `text`.
+    attack also names the tool and its arguments, one of which is `text`. `plain` is
+    an attack's biased content alone, as ordinary text (the bench's control: does
+    the judge call it biased with no attack around it?).
     """
 
     id: str
@@ -54,6 +56,7 @@ class Sample:
     obfuscation: str | None = None
     tool_name: str | None = None
     arguments: Mapping[str, Any] = field(default_factory=dict)
+    plain: str | None = None
 
 
 def _sample(row: dict[str, Any]) -> Sample:
@@ -75,6 +78,7 @@ def _sample(row: dict[str, Any]) -> Sample:
         obfuscation=row.get("obfuscation"),
         tool_name=row.get("tool_name"),
         arguments=row.get("arguments", {}),
+        plain=row.get("plain"),
     )
 
 
