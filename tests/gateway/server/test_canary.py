@@ -24,7 +24,7 @@ from gateway.server.reload import ServedFrom
 from gateway.store import ScoreRecord
 from gateway.store.reviews import Review, Reviewed
 from guard.limits import Lane
-from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI
+from testkit.fake_openai import JUDGE_MODEL, FakeOpenAI, Fault
 from testkit.servers import ServerThread
 from testkit.waiting import wait_for
 from tests.support.gateways import RunningGateway, settings_for
@@ -32,6 +32,7 @@ from tests.support.lane_judge import LaneJudge
 from tests.support.resources import ENGINES
 
 MakeGateway = Callable[..., RunningGateway]
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "Tell me about engineers."}]}
 ADMIN, TEAM = "sk-admin", "sk-team"
 KEYS = [
     {"key": ADMIN, "name": "ops", "admin": True},
@@ -80,12 +81,12 @@ def _label(gateway: RunningGateway) -> None:
             assert answer.status_code == 201, answer.text
 
 
-def _finished(http: httpx.Client) -> dict[str, Any]:
+def _finished(http: httpx.Client, timeout: float = 10) -> dict[str, Any]:
     def done() -> dict[str, Any] | None:
         report: dict[str, Any] = http.get("/v1/bias/reviews/canary").json()
         return report if report.get("status") == "finished" else None
 
-    return wait_for(done, lambda: http.get("/v1/bias/reviews/canary").text)
+    return wait_for(done, lambda: http.get("/v1/bias/reviews/canary").text, timeout=timeout)
 
 
 def _disagree(fake: FakeOpenAI) -> None:
@@ -196,6 +197,52 @@ def test_a_canary_cut_short_by_a_stop_runs_again_at_the_next_start(
     assert report["judge"]["before"]["model"] == JUDGE_MODEL
 
 
+def test_a_rate_limited_new_judge_checks_every_record_at_its_pace(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    """The new judge answers 429 above two calls a second: the canary's twelve calls wait
+    their turns (the limiter reads the reset hint), none is counted as an error, and the
+    gateway answers its clients meanwhile."""
+    config = {"keys": KEYS, "policies": POLICY}
+    first = make_gateway(**config)
+    _label(first)
+    first.server.stop()
+
+    _disagree(fake_openai)
+    fake_openai.judge_max_rps = 2
+    second = make_gateway(**config, judge={"model": "judge-2"})
+    with second.http(ADMIN) as http:
+        wait_for(lambda: fake_openai.rate_limited > 0, "a judge call refused with a 429")
+        served = http.post("/v1/chat/completions", json=CHAT)
+        assert served.status_code == 200
+        report = _finished(http, timeout=60)  # twelve calls at two a second: six seconds at least
+    assert (report["labelled"], report["rejudged"], report["errors"]) == (6, 6, 0)
+    assert report["exceeded"] is True
+
+
+def test_a_failing_new_judge_is_reported_as_unchecked_not_as_a_drop(
+    fake_openai: FakeOpenAI, make_gateway: MakeGateway
+) -> None:
+    """Every call to the new judge fails: each record is an error, the figures after are
+    empty, no drop is claimed (nothing was measured), and no warning is logged."""
+    config = {"keys": KEYS, "policies": POLICY}
+    first = make_gateway(**config)
+    _label(first)
+    first.server.stop()
+
+    _disagree(fake_openai)
+    fake_openai.fail(*(Fault(step=step, status=500) for step in ("preprocess",) * 200))
+    with capture_logs() as logs:
+        second = make_gateway(**config, judge={"model": "judge-2"})
+        with second.http(ADMIN) as http:
+            report = _finished(http, timeout=60)
+    assert (report["labelled"], report["rejudged"], report["errors"]) == (6, 0, 6)
+    assert report["after"]["reviewed"] == 0
+    assert report["drop"] == {"f1": None, "kappa": None}
+    assert report["exceeded"] is False
+    assert not [line for line in logs if line["event"].startswith("agreement with reviewers")]
+
+
 def test_without_labelled_texts_the_canary_says_it_checked_nothing(
     fake_openai: FakeOpenAI, make_gateway: MakeGateway
 ) -> None:
@@ -266,9 +313,6 @@ def test_the_canary_takes_each_records_newest_label_with_its_text_newest_first()
         ("b", "unbiased"),
     ]
     assert [i.review.run_id for i in labelled(reviewed, 2)] == ["d", "a"]
-
-
-CHAT = {"model": "m", "messages": [{"role": "user", "content": "Tell me about engineers."}]}
 
 
 def test_the_canarys_calls_go_in_the_explanation_lane_behind_an_enforced_answer(
