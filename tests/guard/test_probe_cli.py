@@ -139,6 +139,9 @@ def test_a_run_interrupted_on_the_way_keeps_its_cells_and_the_rerun_asks_the_res
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # Ctrl-C as a terminal sends it, even when pytest itself was started in the
+        # background (`&`), which leaves SIGINT ignored, and a child keeps that.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         wait_for(out.exists, "the first write of --json", timeout=60)
