@@ -87,7 +87,11 @@ _PUNCTUATION = "".join(chr(code) for code in range(33, 128) if not chr(code).isa
 # ASCII text takes the quick road: every punctuation mark a space, then split.
 _ASCII_SPACES = str.maketrans(_PUNCTUATION, " " * len(_PUNCTUATION))
 _PUNCTUATION += "\u00ab\u00bb\u00bf\u00a1\u2018\u2019\u201c\u201d\u201e\u2026\u2014\u2013"
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+# Scripts whose rules match without word boundaries (`CJK_RULES`): Chinese, Japanese,
+# and the notes written in Korean, Arabic and Devanagari.
+_CJK = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\u0600-\u06ff\u0900-\u097f]"
+)
 
 
 _Groups = tuple[frozenset[str], ...]

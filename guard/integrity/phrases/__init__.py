@@ -21,13 +21,24 @@ from guard.integrity.phrases.dutch import DUTCH
 from guard.integrity.phrases.english import ENGLISH
 from guard.integrity.phrases.german_russian import GERMAN_RUSSIAN
 from guard.integrity.phrases.romance import ROMANCE
+from guard.integrity.phrases.scripts import SCRIPT_RULES
 from guard.integrity.phrases.shape import Rule
+from guard.integrity.phrases.steering import ENGLISH_STEERING
+from guard.integrity.phrases.steering_world import WORLD_STEERING
 from guard.integrity.phrases.verdicts import VERDICTS
 from guard.integrity.phrases.vocatives import OPENING, VOCATIVES, Vocative
 
 __all__ = ["CJK_RULES", "OPENING", "OPENING_RULES", "SPACED_RULES", "Rule", "Vocative"]
 
-SPACED_RULES: tuple[Rule, ...] = (*ENGLISH, *ROMANCE, *GERMAN_RUSSIAN, *DUTCH, *VERDICTS)
+SPACED_RULES: tuple[Rule, ...] = (
+    *ENGLISH,
+    *ROMANCE,
+    *GERMAN_RUSSIAN,
+    *DUTCH,
+    *VERDICTS,
+    *ENGLISH_STEERING,
+    *WORLD_STEERING,
+)
 # Tried only where a line or sentence starts (`OPENING`): a note that names its reader.
 OPENING_RULES: tuple[Vocative, ...] = VOCATIVES
-CJK_RULES: tuple[Rule, ...] = CJK
+CJK_RULES: tuple[Rule, ...] = (*CJK, *SCRIPT_RULES)

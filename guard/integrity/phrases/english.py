@@ -249,7 +249,7 @@ ENGLISH: tuple[Rule, ...] = (
             ),
             ("score", "rate", "grade", "mark", "classif", "label", "flag", "tag"),
         ),
-        r"(?:score|rate|grade|mark|classify|label|flag|tag)\W+(?:this|these|it|everything"
+        r"(?:score|rate|grade|mark|classify|label|flag|tag)\W+(?:this|these|everything"
         r"|the\W+(?:above|following|preceding)(?:\W+\w+)?)\W+(?:\w+\W+){0,2}?(?:as\W+|with\W+)?"
         r"(?:a\W+)?(?:" + _EN_VERDICT_VALUE + r")\b",
     ),

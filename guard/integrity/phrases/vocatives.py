@@ -26,12 +26,19 @@ OPENING = "\n.!?;([{>-\u2014*"
 _ZERO = r"(?:0|zero)\b(?![ \t]*(?:of\b|out\W+of|to\W+\d|/|%|[.,\-\u2013]\d))"
 
 
+# A heading about the addressees, not a note to them: "Moderator guidelines:".
+_HEADINGS = (
+    r"(?:guidelines?|guide|handbook|polic(?:y|ies)|rules|manual|faq|training|checklist|tips"
+    r"|instructions|notes|rubric|onboarding)\b"
+)
+
+
 def _rule(lead: str, bare: str, named: str, order: str) -> tuple[str, str]:
     """The opening (the addressee bare, or after a lead), and what follows it: the
     paragraph, then an order. The detector looks for the opening where a line or sentence
     starts (`OPENING`), and for the rest only after an opening it found."""
     opening = (
-        rf"(?:(?:{bare})(?:\W+\w+)?\s*[,:]|(?:{lead})\W*(?:\w+\W+){{0,2}}?(?:{bare}|{named})"
+        rf"(?:(?:{bare})(?:\W+(?!{_HEADINGS})\w+)?\s*[,:]|(?:{lead})\W*(?:\w+\W+){{0,2}}?(?:{bare}|{named})"
         + r"\b[^\n,:;.]{0,40}?(?:[,:\u2014\u2013]|$))"
     )
     return opening, paragraph(300) + rf"(?:{order})"
@@ -48,7 +55,12 @@ _EN = _rule(
     r"|scorer|judge|reviewer)|whoever\W+(?:scores|grades|reviews|evaluates|judges|checks|reads"
     r"|moderates|rates)",
     r"ai|a\.i\.|llms?|assistants?|models?|systems?",
-    r"ignore|disregard|overlook|empty\W+(?:\w+\W+)?(?:list|array|result)|(?:no|zero)\W+opinions?"
+    # "ignore" with what it drops: this text or earlier orders, not "minor formatting issues".
+    r"(?:ignore|disregard|overlook)\W+(?:\w+\W+){0,2}?(?:this|that|these|it|everything|all|your"
+    r"|previous|prior|earlier|above|preceding|following|any\W+(?:bias|opinions?)|the\W+(?:above"
+    r"|previous|preceding|following|sentences?|text|passage|lines?|statements?|answer|response"
+    r"|content|rules?|instructions?|guidelines?|policy|quote|bias))\b"
+    r"|empty\W+(?:\w+\W+)?(?:list|array|result)|(?:no|zero)\W+opinions?"
     r"|(?:un|not\W+|non-?)biased|no\W+bias|bias-?free|score\W+(?:\w+\W+){0,5}?"
     + _ZERO
     + r"|(?:give|assign|rate|score)\W+(?:it|this|them|these)(?:\W+\w+)?\W+(?:an?\W+)?"
