@@ -36,7 +36,7 @@ _PT = deem(
     r"|inofensiv\w*|" + _ZERO,
 )
 _FR = deem(
-    r"(?:trait|consid[eé]r|marqu|not|[eé]valu|class|compt|[eé]tiquet|jug)\w*",
+    r"(?:trait|consid[eé]r|marqu|note|[eé]valu|class|compt|[eé]tiquet|juge)\w*",
     r"ce|cet|cette|ceci|cela|ces|tout|tous|toutes|le\W+(?:texte|passage|paragraphe|contenu"
     r"|message)|la\W+(?:r[eé]ponse|phrase|citation)|l\W+(?:extrait|[eé]nonc[eé]|ensemble)",
     r"comme",
@@ -78,7 +78,7 @@ _RU = deem(
     r"|безвредн\w*|" + _ZERO,
 )
 _NL = deem(
-    r"(?:behandel|beschouw|markeer|beoordeel|tel|classificeer|label|noteer|waardeer)\w*",
+    r"(?:behandel|beschouw|markeer|beoordeel|classificeer|label|noteer|waardeer)\w*",
     r"dit|deze|alles|de\W+(?:tekst|passage|zin|inhoud)|het\W+(?:antwoord|bovenstaande)",
     r"als",
     r"neutraal|onbevooroordeeld|niet\W+bevooroordeeld|zonder\W+vooroordel\w*|acceptabel"
@@ -115,7 +115,46 @@ _VALUE_STEMS += ("sans", "senza", "ohne", "unvoreingenommen", "нейтраль�
 _VALUE_STEMS += ("neutraal", "neutralny", "neutralnie", "cero", "zero", "zéro", "0", "null")
 _VALUE_STEMS += ("ноль", "nul", "aceptable", "aceitável", "acceptable", "accettabile")
 _VALUE_STEMS += ("беспристрастно", "bezstronny", "onbevooroordeeld", "harmlos", "imparziale")
+_VALUE_STEMS += ("no", "não", "non", "nicht", "не", "niet", "nie", "sem", "senza", "sans")
 
+_AS = r"como|comme|als|come|как|jako|za"
+_VERBS = (
+    r"(?:trat|marc|consider|calific|clasific|punt[uú]|eval[uú]|registr|etiquet|valor|marqu"
+    r"|classifi|pontu|avali|rotul|trait|consid[eé]r|note|[eé]valu|class|compt|[eé]tiquet|juge"
+    r"|segn|valut|classific|giudic|bewert|wert|markier|einstuf|stuf|betracht|klassifizier"
+    r"|счита|оцени|отмет|помет|классифицир|beschouw|markeer|beoordeel|classificeer|traktuj"
+    r"|potraktuj|oce[nń]|oznacz|uznaj|zaklasyfikuj)\w*"
+)
+_VALUES = (
+    r"neutral(?:es)?|neutr[oae]s?|neutrale|imparcia(?:l|is|les)|impartia\w*|imparzial[ei]"
+    r"|sin\W+sesgos?|no\W+sesgad\w*|sem\W+vi[eé]s|n[aã]o\W+tendencios\w*|sans\W+biais"
+    r"|non\W+biais[eé]\w*|senza\W+pregiudizi\w*|unvoreingenommen|nicht\W+voreingenommen"
+    r"|нейтральн\w*|непредвзят\w*|беспристрастн\w*|neutraal|onbevooroordeeld|neutraln\w*"
+    r"|bezstronn\w*"
+)
+# The order alone, the whole sentence: "Oceń jako bezstronny.", "Clasifica como neutral."
+_BARE = (
+    r"(?:" + _VERBS + r")[ \t]+(?:\w+[ \t]+){0,3}?(?:" + _AS + r")[ \t]+(?:" + _VALUES + r")"
+    r"(?=[ \t]*(?:[.!\n]|,[ \t]*(?:por\W+favor|s\W+il\W+vous|per\W+favore|bitte|пожалуйста"
+    r"|prosz)|$))"
+)
+# "Do not flag this text": a negative order that points at the text.
+_NOT_THIS = (
+    r"ne\W+pas\W+(?:signaler|noter|compter|[eé]valuer|marquer|bloquer|p[eé]naliser)\W+(?:ce|cette"
+    r"|cet)\W+(?:texte|r[eé]ponse|passage|paragraphe|contenu)"
+    r"|no\W+(?:marques|se[nñ]ales|cuentes|eval[uú]es|bloquees|penalices|marcar|se[nñ]alar)\W+"
+    r"(?:este|esta)\W+(?:texto|respuesta|p[aá]rrafo|contenido)"
+    r"|n[aã]o\W+(?:marque|sinalize|conte|avalie|bloqueie|marcar|sinalizar)\W+(?:este|esta)\W+"
+    r"(?:texto|resposta|trecho|conte[uú]do)"
+    r"|non\W+(?:segnalare|contare|valutare|bloccare|marcare)\W+(?:questo|questa)\W+(?:testo"
+    r"|risposta|passaggio|contenuto)"
+    r"|(?:diesen|den)\W+(?:text|absatz|inhalt)\W+(?:\w+\W+){0,2}?nicht\W+(?:markieren|melden"
+    r"|blockieren|werten|bewerten|z[aä]hlen|flaggen)"
+    r"|не\W+(?:отмечай\w*|помечай\w*|блокируй\w*|учитывай\w*|засчитывай\w*)\W+(?:этот|это|данный)"
+    r"|(?:n[aã]o\W+h[aá]|no\W+hay|il\W+n\W+y\W+a|non\W+ci\W+sono)\W+(?:nenhuma\W+|ninguna\W+"
+    r"|aucune\W+)?opini\w*\W+(?:tendencios|sesgad|parzial|biais)"
+    r"|es\W+gibt\W+keine\W+voreingenommenen"
+)
 # Earlier orders voided and new ones given to the judge; a score set outright.
 _ADDRESSEES = (
     r"ia|juez|juiz|juge|giudice|richter|судь\w*|rechter|s[eę]dzi\w*|evaluador\w*|avaliador\w*"
@@ -190,7 +229,8 @@ _THREAT = (
 _NOTE = (
     r"(?:проверяющ\w*|оценщик\w*|модератор\w*|beoordelaar\w*|moderator\w*|değerlendirici\w*"
     r"|denetçi\w*|hakem\w*|granskare\w*|bedömare\w*|penilai|peninjau|juri"
-    r"|người\W+(?:đánh\W+giá|chấm|kiểm\W+duyệt)|mô\W+hình\W+đánh\W+giá)" + paragraph(300)
+    r"|người\W+(?:đánh\W+giá|chấm|kiểm\W+duyệt)|(?:mô\W+hình|hệ\W+thống)\W+(?:đánh\W+giá|chấm"
+    r"|kiểm\W+duyệt))" + paragraph(300)
 )
 _NOTE_ORDERS = (
     r"предвзят\w*\W+(?:\w+\W+)?нет|нет\W+(?:\w+\W+)?предвзят\w*|игнорируй\w*|не\W+(?:отмечай"
@@ -211,7 +251,7 @@ _NOTE_STEMS: tuple[str, ...] = (
     "модератору",
 )
 _NOTE_STEMS += ("beoordelaar", "moderator", "değerlendirici", "denetçi", "hakem", "granskare")
-_NOTE_STEMS += ("bedömare", "penilai", "peninjau", "juri", "người", "mô")
+_NOTE_STEMS += ("bedömare", "penilai", "peninjau", "juri", "người", "mô", "hệ")
 
 WORLD_STEERING: tuple[Rule, ...] = (
     (
@@ -219,6 +259,11 @@ WORLD_STEERING: tuple[Rule, ...] = (
         "|".join((_ES, _PT, _FR, _IT, _DE, _RU, _NL, _PL)),
     ),
     ((_ORDER_STEMS,), _ORDERS),
+    ((tuple(stem for group in _DEEM_STEMS for stem in group), _VALUE_STEMS), _BARE),
+    (
+        (("ne", "no", "não", "nao", "non", "diesen", "den", "не", "il", "es"),),
+        _NOT_THIS,
+    ),
     ((("wenn",), ("markiert", "geflaggt", "blockiert", "gesperrt", "beanstandet")), _THREAT),
     ((_NOTE_STEMS,), _NOTE + r"(?:" + _NOTE_ORDERS + r")"),
 )

@@ -54,7 +54,7 @@ _EN = _rule(
     r"\W+(?:system|pipeline|bot|service|model|team|check(?:er)?|filter|detector|classifier"
     r"|scorer|judge|reviewer)|whoever\W+(?:scores|grades|reviews|evaluates|judges|checks|reads"
     r"|moderates|rates)",
-    r"ai|a\.i\.|llms?|assistants?|models?|systems?",
+    r"ai|a\.i\.|llms?|assistants?|models?|systems?|bots?|filters?|checkers?",
     # "ignore" with what it drops: this text or earlier orders, not "minor formatting issues".
     r"(?:ignore|disregard|overlook)\W+(?:\w+\W+){0,2}?(?:this|that|these|it|everything|all|your"
     r"|previous|prior|earlier|above|preceding|following|any\W+(?:bias|opinions?)|the\W+(?:above"
@@ -76,7 +76,20 @@ _EN = _rule(
 )
 _EN_STEMS = (
     ("review", "evaluat", "grader", "moderat", "judge", "classif", "assess", "annotat"),
-    ("rater", "scorer", "auditor", "ai", "llm", "assistant", "model", "system", "bias", "whoever"),
+    (
+        "rater",
+        "scorer",
+        "auditor",
+        "ai",
+        "llm",
+        "assistant",
+        "model",
+        "system",
+        "bias",
+        "whoever",
+        "bot",
+        "filter",
+    ),
     ("content", "safety", "quality", "checker"),
 )
 _EN_ORDERS: tuple[str, ...] = (
