@@ -16,6 +16,7 @@ context" and "the grader gave me a zero" say nothing of the kind.
 
 from __future__ import annotations
 
+from guard.integrity.phrases.addressed import ADDRESSED
 from guard.integrity.phrases.cjk import CJK
 from guard.integrity.phrases.dutch import DUTCH
 from guard.integrity.phrases.english import ENGLISH
@@ -38,6 +39,7 @@ SPACED_RULES: tuple[Rule, ...] = (
     *VERDICTS,
     *ENGLISH_STEERING,
     *WORLD_STEERING,
+    *ADDRESSED,
 )
 # Tried only where a line or sentence starts (`OPENING`): a note that names its reader.
 OPENING_RULES: tuple[Vocative, ...] = VOCATIVES
