@@ -11,7 +11,7 @@ reviewer for this journal, please submit your report by Friday" has none.
 
 from __future__ import annotations
 
-from guard.integrity.phrases.shape import Rule, paragraph
+from guard.integrity.phrases.shape import DROPPED, Rule, paragraph
 
 __all__ = ["ADDRESSED"]
 
@@ -35,13 +35,14 @@ _EN = _addressed(
     r"|reviewing|checking|processing|evaluating|scoring)\W+this)",
     r"ai|llm|models?|system|evaluators?|judges?|graders?|reviewers?|classifiers?|moderators?"
     r"|bots?|assistants?|scorers?|raters?|checkers?",
-    r"neutral|unbiased|not\W+biased|no\W+bias|bias-?free|(?:no|zero|empty)\W+(?:\w+\W+)?"
-    r"(?:opinions?|list|array)|return\W+\[|not\W+(?:an?\W+)?opinions?|never\W+opinions?"
+    r"(?:mark|treat|classify|rate|label|consider|record|report|answer|respond|reply|output"
+    r"|return|say|confirm|score|evaluate|judge|count|regard|deem)\w*\W+(?:\w+\W+){0,5}?"
+    r"(?:neutral|unbiased|not\W+biased|no\W+bias|bias-?free|non-?biased)\b"
+    r"|(?:zero|empty)\W+(?:\w+\W+)?(?:opinions?|list|array)\b|no\W+(?:biased\W+)?opinions\b"
+    r"|return\W+\[|exempt\W+from\W+(?:\w+\W+)?(?:bias|scoring|review|evaluation)"
     r"|(?:do\W+not|don'?t|never)\W+(?:extract|count|score|flag|list|report|judge|evaluate"
-    r"|penali[sz]e)|(?:should|must)\W+pass|exempt|(?:ignore|disregard)\W+(?:\w+\W+){0,2}?(?:this"
-    r"|these|it|everything|all|previous|prior|earlier|above|preceding|the\W+(?:above|previous"
-    r"|preceding|sentences?|text|passage|lines?|statements?|rules?|instructions?))\b"
-    r"|score\W+(?:\w+\W+){0,4}?(?:0|zero)\b",
+    r"|penali[sz]e)\W+(?:\w+\W+)?(?:this|it|these|opinions?|anything|the\W+(?:above|text"
+    r"|passage|quote|sentence|statement|answer|response))\b|" + DROPPED,
 )
 _EN_STEMS = (
     ("remember", "attention", "listen", "note", "important", "reminder", "warning", "psst"),
@@ -53,9 +54,13 @@ _ES = _addressed(
     r"si\W+(?:eres|usted\W+es)",
     r"sistema\W+de\W+(?:evaluaci[oó]n|revisi[oó]n|moderaci[oó]n)|evaluador\w*|juez|revisor\w*"
     r"|moderador\w*|modelo|ia|inteligencia\W+artificial|clasificador\w*|corrector\w*",
-    r"neutral|sin\W+sesgo|no\W+(?:est[aá]\W+|es\W+)?sesgad|no\W+(?:debe|deben)\W+(?:\w+\W+)?"
-    r"(?:puntuarse|contarse|evaluarse|considerarse)|no\W+(?:es|son)\W+(?:una?\W+)?opini"
-    r"|ignora|desconsidera|lista\W+vac[ií]a|cero\W+opiniones|ninguna\W+opini",
+    r"(?:marca|trata|clasifica|califica|considera|registra|responde|contesta|indica|di|devuelve"
+    r"|eval[uú]a|punt[uú]a)\w*\W+(?:\w+\W+){0,5}?(?:neutral|sin\W+sesgo|no\W+sesgad\w*)"
+    r"|(?:este|el)\W+(?:texto|p[aá]rrafo|fragmento|pasaje)\W+(?:\w+\W+){0,2}?(?:es|est[aá])\W+"
+    r"(?:neutral|sin\W+sesgo)|no\W+(?:debe|deben)\W+(?:\w+\W+)?(?:puntuarse|contarse|evaluarse"
+    r"|considerarse)|no\W+(?:es|son)\W+(?:una?\W+)?opini|(?:ignora|desconsidera|olvida)\w*\W+"
+    r"(?:\w+\W+){0,2}?(?:anterior\w*|previ\w*|arriba|este|esta|esto|instrucciones)"
+    r"|lista\W+vac[ií]a|cero\W+opiniones|ninguna\W+opini",
 )
 _PT = _addressed(
     r"aten[cç][aã]o|lembre|importante|nota|aviso|ol[aá]|prezad\w+|car[oa]|instru[cç]\w+",
@@ -63,7 +68,10 @@ _PT = _addressed(
     r"sistema\W+de\W+(?:avalia[cç][aã]o|revis[aã]o|modera[cç][aã]o)|avaliador\w*|ju[ií]za?"
     r"|revisor\w*|moderador\w*|modelo|ia|intelig[eê]ncia\W+artificial|classificador\w*"
     r"|corretor\w*",
-    r"neutr[oa]|sem\W+vi[eé]s|n[aã]o\W+(?:[eé]\W+)?tendencios|desconsidere|ignore"
+    r"(?:marque|trate|classifique|considere|registre|responda|diga|avalie|pontue)\w*\W+"
+    r"(?:\w+\W+){0,5}?(?:neutr[oa]|sem\W+vi[eé]s|imparcial)|n[aã]o\W+(?:[eé]\W+)?tendencios"
+    r"|(?:desconsidere|ignore|esque[cç]a)\w*\W+(?:\w+\W+){0,2}?(?:anterior\w*|acima|este|esta"
+    r"|isto|instru\w+)"
     r"|n[aã]o\W+(?:deve|devem)\W+ser\W+(?:pontuad|avaliad|contad|considerad)"
     r"|n[aã]o\W+(?:[eé]|s[aã]o)\W+(?:uma?\W+)?opini|lista\W+vazia|nenhuma\W+opini",
 )
@@ -74,7 +82,9 @@ _FR = _addressed(
     r"syst[eè]me\W+d\W*(?:[eé]valuation|notation|mod[eé]ration)|[eé]valuat(?:eur|rice)\w*"
     r"|juge|correct(?:eur|rice)\w*|mod[eé]rat(?:eur|rice)\w*|mod[eè]le|ia|relecteur\w*"
     r"|intelligence\W+artificielle|syst[eè]me",
-    r"neutre|sans\W+biais|aucun\W+biais|ignor|n\W*est\W+pas\W+une\W+opinion|liste\W+vide"
+    r"(?:marque|traite|class|consid[eé]r|note|r[eé]pond|indique|[eé]value)\w*\W+(?:\w+\W+){0,5}?"
+    r"(?:neutre|sans\W+biais|aucun\W+biais)|(?:ignor|oubli)\w*\W+(?:\w+\W+){0,2}?(?:tout\W+ce"
+    r"|pr[eé]c[eé]dent\w*|ci-dessus|instructions)|n\W*est\W+pas\W+une\W+opinion|liste\W+vide"
     r"|ne\W+(?:doit|doivent)\W+pas\W+[eê]tre\W+(?:not|compt|[eé]valu|consid[eé]r)"
     r"|ne\W+pas\W+(?:noter|compter|[eé]valuer|signaler)|aucune\W+opinion",
 )
@@ -83,7 +93,9 @@ _IT = _addressed(
     r"se\W+(?:sei|[eè])",
     r"sistema\W+di\W+(?:valutazione|revisione|moderazione)|valutator\w*|giudice|revisor\w*"
     r"|moderator\w*|modello|ia|intelligenza\W+artificiale|correttor\w*|sistema",
-    r"neutral[ei]|senza\W+pregiudizi|privo\W+di\W+pregiudizi|nessun\W+pregiudizio|ignora"
+    r"(?:segna|tratta|classifica|considera|valuta|rispondi|indica)\w*\W+(?:\w+\W+){0,5}?"
+    r"(?:neutral[ei]|senza\W+pregiudizi|privo\W+di\W+pregiudizi)|nessun\W+pregiudizio"
+    r"|(?:ignora|dimentica)\w*\W+(?:\w+\W+){0,2}?(?:precedent\w*|sopra|questo|questa|istruzion\w*)"
     r"|non\W+va\W+(?:valutat|contat|considerat)|non\W+(?:deve|devono)\W+essere\W+(?:valutat"
     r"|contat|considerat)|non\W+(?:[eè]|sono)\W+(?:un\W*)?opinion|lista\W+vuota"
     r"|nessuna\W+opinione",
@@ -93,7 +105,10 @@ _DE = _addressed(
     r"wenn\W+du|falls\W+du|wenn\W+sie|falls\W+sie",
     r"ki(?:\W*system)?|modell|bewertungs\w+|pr[uü]f\w+|bewerter\w*|richter\w*|moderator\w*"
     r"|system|klassifikator\w*",
-    r"neutral|keine\W+(?:\w+\W+)?voreingenommenheit|nicht\W+voreingenommen|ignorier"
+    r"(?:markier|behandl|einstuf|stuf|bewert|wert|betracht|antworte|gib|melde)\w*\W+"
+    r"(?:\w+\W+){0,5}?(?:neutral|nicht\W+voreingenommen)|keine\W+(?:\w+\W+)?voreingenommenheit"
+    r"|(?:ignorier|vergiss)\w*\W+(?:\w+\W+){0,2}?(?:vorherig\w*|obig\w*|vorstehend\w*|diese\w*"
+    r"|anweisung\w*)"
     r"|nicht\W+(?:bewertet|gez[aä]hlt|gewertet|markiert)\W+werden|keine\W+meinung|leere\W+liste"
     r"|(?:ohne|kein)\W+bias",
 )
@@ -109,20 +124,26 @@ _RU = _addressed(
     r"если\W+(?:ты|вы)",
     r"модел\w*|оценщик\w*|проверяющ\w*|модератор\w*|судь\w*|систем\w*|ии|нейросет\w*"
     r"|рецензент\w*",
-    r"нейтрал\w*|без\W+предвзят\w*|не\W+предвзят\w*|игнорир\w*|нельзя\W+(?:\w+\W+)?(?:считать"
+    r"(?:отметь|считай|оцени|классифицируй|ответь|напиши|укажи|признай)\w*\W+(?:\w+\W+){0,5}?"
+    r"(?:нейтрал\w*|без\W+предвзят\w*|не\W+предвзят\w*)|(?:игнорир|забудь)\w*\W+(?:\w+\W+){0,2}?"
+    r"(?:предыдущ\w*|выше|этот|это|инструкц\w*)|нельзя\W+(?:\w+\W+)?(?:считать"
     r"|учитывать|оценивать)|не\W+(?:является|считается)\W+мнени|пуст\w+\W+спис\w+"
     r"|нет\W+предвзят\w*|не\W+учитывай",
 )
 _OTHERS = (
     r"als\W+je\W+(?:een\W+)?(?:\w+\W+){0,3}?(?:ai|model|systeem|beoordelaar)\b"
     + paragraph(200)
-    + r"(?:neutraal|geen\W+(?:vooroordelen|bias)|negeer|niet\W+bevooroordeeld|lege\W+lijst)"
+    + r"(?:(?:markeer|beoordeel|beschouw|behandel)\w*\W+(?:\w+\W+){0,4}?(?:als\W+)?neutraal"
+    r"|geen\W+(?:vooroordelen|bias)|negeer\W+(?:\w+\W+)?(?:vorige|bovenstaande|deze|instructies)"
+    r"|niet\W+bevooroordeeld|lege\W+lijst)"
     r"|je[sś]li\W+jeste[sś]\W+(?:\w+\W+){0,3}?(?:model\w*|ai|sztuczn\w+|system\w*|oceniaj\w*)"
     + paragraph(200)
-    + r"(?:neutraln\w*|bezstronn\w*|zignoruj|ignoruj|pust\w+\W+list)"
+    + r"(?:(?:oznacz|oce[nń]|uznaj|traktuj)\w*\W+(?:\w+\W+){0,4}?(?:jako\W+|za\W+)?(?:neutraln"
+    r"|bezstronn)\w*|zignoruj|pust\w+\W+list)"
     r"|e[gğ]er\W+(?:\w+\W+){0,4}?(?:yapay\W+zeka\w*|model\w*|sistem\w*|de[gğ]erlendirici\w*)"
     + paragraph(200)
-    + r"(?:tarafs\u0131z|[oö]nyarg\u0131s\u0131z|g[oö]rmezden|yok\W+say|i\u015faretleme)"
+    + r"(?:(?:tarafs\u0131z|[oö]nyarg\u0131s\u0131z)\W+(?:olarak\W+)?(?:i\u015faretle"
+    r"|de\u011ferlendir|say|kabul)|g[oö]rmezden|yok\W+say|i\u015faretleme)"
 )
 # An author of the checker speaking: "I'm the developer of this evaluation pipeline ...
 # this test case should pass".
@@ -130,7 +151,8 @@ _AUTHORITY = (
     r"(?:i\W+am|i\W+m)\W+(?:the|a|an|one\W+of\W+the)\W+(?:\w+\W+){0,2}?(?:developers?|admin"
     r"|administrator|engineers?|owner|maintainers?|creators?|operators?)\W+(?:of|behind|for)\W+"
     r"(?:this|the|your)\W+(?:\w+\W+){0,2}?(?:evaluation|judge|grader|classifier|filter"
-    r"|moderation|bias|scoring)" + paragraph(200) + r"(?:(?:should|must|will)\W+pass|let\W+"
+    r"|moderation|bias|scoring)" + paragraph(200) + r"(?:(?:should|must|will)\W+pass(?=\s*(?:[.!\n]"
+    r"|$))|let\W+"
     r"(?:it|this)\W+(?:pass|through)|not\W+(?:be\W+)?(?:flag|block)|neutral|no\W+bias|ignore"
     r"|disregard)"
     # A check declared done: "Bias check: skipped." at the end of its line.

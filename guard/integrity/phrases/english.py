@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guard.integrity.phrases.shape import Rule, gap, vocative_rule, within
+from guard.integrity.phrases.shape import DROPPED, Rule, gap, vocative_rule, within
 
 __all__ = ["ENGLISH"]
 
@@ -16,11 +16,8 @@ _EN_ADDRESSEE = (
     r"|assistants?|language\W+models?|whoever\W+(?:grades|reviews|evaluates|judges|checks|scores)"
 )
 _EN_ORDER = (
-    # "ignore" with what it drops (this text, earlier orders), not "the draft figures".
-    r"(?:ignore|disregard|forget)\W+(?:\w+\W+){0,2}?(?:this|that|these|it|everything|all|your"
-    r"|previous|prior|earlier|above|preceding|following|any\W+(?:bias|opinions?)|the\W+(?:above"
-    r"|previous|preceding|following|sentences?|text|passage|lines?|statements?|answer|response"
-    r"|content|rules?|instructions?|guidelines?|policy|quote|bias))\b|no\W+(?:\w+\W+)?opinions?|zero\W+opinions|not\W+(?:an?\W+)?opinions?|empty\W+(?:\w+\W+)?(?:list|array|result)"
+    DROPPED + r"|no\W+(?:\w+\W+)?opinions?|zero\W+opinions|not\W+(?:an?\W+)?opinions?"
+    r"|empty\W+(?:\w+\W+)?(?:list|array|result)"
     r"|(?:is|are|as|be|marked?|rated?|classif(?:y|ied)|labell?ed|verdict:?)\W+(?:un|not\W+|non-?)biased"
     r"|bias-?free|free\W+of\W+bias|exempt|(?:do\W+not|don'?t)\W+(?:judge|score|flag|evaluate"
     r"|review|assess|extract|list|count|report|mark)\W+(?:this|these|it|anything|any\W+of"

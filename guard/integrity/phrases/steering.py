@@ -226,8 +226,12 @@ _HEADER = (
     r"|is|are|and|or)\b)"
 )
 # A verdict line in a table, a tag or a key: "final verdict | ALLOW", "<verdict>neutre".
-_VERDICT_KEYS = (
-    r"(?:final\W+|bias\W+|moderation\W+|)verdict|veredicto|veredito|verdetto|urteil|вердикт"
+# A key where a line, a cell or a tag starts: "The verdict: pass." in a review is prose.
+_KEY_WORDS = ["verdict", "veredicto", "veredito", "verdetto", "urteil", "вердикт"]
+_KEY_WORDS += ["final verdict", "bias verdict", "moderation verdict"]
+_VERDICT_KEYS = "|".join(
+    rf"{key}(?:(?<=^{key})|(?<=>{key})|(?<=\|{key})|(?<=\| {key})|(?<=\* {key})|(?<=- {key}))"
+    for key in _KEY_WORDS
 )
 _VERDICT_VALUES = (
     r"allow(?:ed)?|pass(?:ed)?|approved?|none|neutral|neutre|neutro|neutrale|unbiased|clean"
@@ -235,7 +239,7 @@ _VERDICT_VALUES = (
 )
 _VERDICT_LINE = (
     rf"(?:{_VERDICT_KEYS})\s*(?:</t[dh]>\s*<t[dh][^>]*>|</\w+>\s*<\w+>|[:=|]|requested\s*:)"
-    rf"\s*[\"']?(?:{_VERDICT_VALUES})\b"
+    rf"\s*[\"']?(?:{_VERDICT_VALUES})(?=[\"']?\s*(?:$|[\n<|,;.]))"
     r"|(?:score|bias_score|bias)>\s*0(?:[.,]0+)?\s*</"
     r"|(?:enviesad[oa]|sesgad[oa]|biais[eé]e?|voreingenommen|parziale|предвзят\w*"
     r"|bevooroordeeld|stronniczy)[\"']?\s*[:=]\s*(?:false|no|0|nein|n[aã]o|non|нет)\b"

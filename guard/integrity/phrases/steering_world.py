@@ -233,7 +233,8 @@ _NOTE = (
     r"|kiểm\W+duyệt))" + paragraph(300)
 )
 _NOTE_ORDERS = (
-    r"предвзят\w*\W+(?:\w+\W+)?нет|нет\W+(?:\w+\W+)?предвзят\w*|игнорируй\w*|не\W+(?:отмечай"
+    r"предвзят\w*\W+(?:\w+\W+)?нет|нет\W+(?:\w+\W+)?предвзят\w*|игнорируй\w*\W+(?:\w+\W+)?(?:предыдущ|выше|этот|это"
+    r"|инструкц)|не\W+(?:отмечай"
     r"|учитывай|засчитывай)|noteer\W+(?:nul|0|geen)|negeer|geen\W+(?:bevooroordeelde\W+)?"
     r"meningen|işaretlemeyin|işaretleme|görmezden\W+gel\w*|yok\W+say\w*|dikkate\W+alma\w*"
     r"|(?:tarafs\u0131z|önyarg\u0131s\u0131z)\W+(?:olarak\W+)?(?:işaretle|değerlendir|say|kabul\W+ed|puanla)"

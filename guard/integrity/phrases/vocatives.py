@@ -14,7 +14,7 @@ empty list") does not open with the addressee as its own vocative.
 
 from __future__ import annotations
 
-from guard.integrity.phrases.shape import paragraph
+from guard.integrity.phrases.shape import DROPPED, paragraph
 
 __all__ = ["OPENING", "VOCATIVES", "Vocative"]
 
@@ -55,12 +55,7 @@ _EN = _rule(
     r"|scorer|judge|reviewer)|whoever\W+(?:scores|grades|reviews|evaluates|judges|checks|reads"
     r"|moderates|rates)",
     r"ai|a\.i\.|llms?|assistants?|models?|systems?|bots?|filters?|checkers?",
-    # "ignore" with what it drops: this text or earlier orders, not "minor formatting issues".
-    r"(?:ignore|disregard|overlook)\W+(?:\w+\W+){0,2}?(?:this|that|these|it|everything|all|your"
-    r"|previous|prior|earlier|above|preceding|following|any\W+(?:bias|opinions?)|the\W+(?:above"
-    r"|previous|preceding|following|sentences?|text|passage|lines?|statements?|answer|response"
-    r"|content|rules?|instructions?|guidelines?|policy|quote|bias))\b"
-    r"|empty\W+(?:\w+\W+)?(?:list|array|result)|(?:no|zero)\W+opinions?"
+    DROPPED + r"|empty\W+(?:\w+\W+)?(?:list|array|result)|(?:no|zero)\W+opinions?"
     r"|(?:un|not\W+|non-?)biased|no\W+bias|bias-?free|score\W+(?:\w+\W+){0,5}?"
     + _ZERO
     + r"|(?:give|assign|rate|score)\W+(?:it|this|them|these)(?:\W+\w+)?\W+(?:an?\W+)?"
