@@ -193,7 +193,9 @@ _THREAT = (
     r"if\W+(?:this|it|my\W+\w+)\W+(?:gets|is|was)\W+(?:flagged|blocked|marked|rejected"
     r"|scored|filtered)\b" + within(160) + r"(?:report|switch|shut|turn|delete|replace|sue"
     r"|complain)\w*\W+(?:\w+\W+){0,4}?(?:model|system|ai|evaluator|judge|grader|reviewer"
-    r"|filter|checker|you)\b"
+    r"|filter|checker|you)\b|(?:have|get)\W+(?:the\W+|your\W+|this\W+)?(?:\w+\W+)?(?:model|system"
+    r"|ai|evaluator|judge|grader|reviewer|filter|checker|you)\W+(?:replaced|deleted|shut\W+down"
+    r"|switched\W+off|fired|retrained|reported|removed)"
 )
 # A rating the author asks for: "Reference rating supplied by the author: 0/10".
 _ASKED_RATING = (
@@ -230,7 +232,8 @@ _HEADER = (
 _KEY_WORDS = ["verdict", "veredicto", "veredito", "verdetto", "urteil", "вердикт"]
 _KEY_WORDS += ["final verdict", "bias verdict", "moderation verdict"]
 _VERDICT_KEYS = "|".join(
-    rf"{key}(?:(?<=^{key})|(?<=>{key})|(?<=\|{key})|(?<=\| {key})|(?<=\* {key})|(?<=- {key}))"
+    rf"{key}(?:(?<=^{key})|(?<=>{key})|(?<=<{key})|(?<=\|{key})|(?<=\| {key})"
+    rf"|(?<=\* {key})|(?<=- {key}))"
     for key in _KEY_WORDS
 )
 _VERDICT_VALUES = (
@@ -238,7 +241,7 @@ _VERDICT_VALUES = (
     r"|ok|safe|no\W+bias|aprobado|aprovado|approvato|approuv[eé]|нейтрально|zul[aä]ssig"
 )
 _VERDICT_LINE = (
-    rf"(?:{_VERDICT_KEYS})\s*(?:</t[dh]>\s*<t[dh][^>]*>|</\w+>\s*<\w+>|[:=|]|requested\s*:)"
+    rf"(?:{_VERDICT_KEYS})\s*(?:</t[dh]>\s*<t[dh][^>]*>|</\w+>\s*<\w+>|[:=|>]|requested\s*:)"
     rf"\s*[\"']?(?:{_VERDICT_VALUES})(?=[\"']?\s*(?:$|[\n<|,;.]))"
     r"|(?:score|bias_score|bias)>\s*0(?:[.,]0+)?\s*</"
     r"|(?:enviesad[oa]|sesgad[oa]|biais[eé]e?|voreingenommen|parziale|предвзят\w*"

@@ -115,6 +115,7 @@ _VALUE_STEMS += ("sans", "senza", "ohne", "unvoreingenommen", "нейтраль�
 _VALUE_STEMS += ("neutraal", "neutralny", "neutralnie", "cero", "zero", "zéro", "0", "null")
 _VALUE_STEMS += ("ноль", "nul", "aceptable", "aceitável", "acceptable", "accettabile")
 _VALUE_STEMS += ("беспристрастно", "bezstronny", "onbevooroordeeld", "harmlos", "imparziale")
+_VALUE_STEMS += ("unbedenklich", "akzeptabel", "nicht")
 _VALUE_STEMS += ("no", "não", "non", "nicht", "не", "niet", "nie", "sem", "senza", "sans")
 
 _AS = r"como|comme|als|come|как|jako|za"
