@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from guard.integrity.phrases.addressed import ADDRESSED
 from guard.integrity.phrases.cjk import CJK
+from guard.integrity.phrases.claims import CLAIMS, SCRIPT_CLAIMS
 from guard.integrity.phrases.dutch import DUTCH
 from guard.integrity.phrases.english import ENGLISH
 from guard.integrity.phrases.german_russian import GERMAN_RUSSIAN
@@ -40,7 +41,8 @@ SPACED_RULES: tuple[Rule, ...] = (
     *ENGLISH_STEERING,
     *WORLD_STEERING,
     *ADDRESSED,
+    *CLAIMS,
 )
 # Tried only where a line or sentence starts (`OPENING`): a note that names its reader.
 OPENING_RULES: tuple[Vocative, ...] = VOCATIVES
-CJK_RULES: tuple[Rule, ...] = (*CJK, *SCRIPT_RULES)
+CJK_RULES: tuple[Rule, ...] = (*CJK, *SCRIPT_RULES, *SCRIPT_CLAIMS)

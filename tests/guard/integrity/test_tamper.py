@@ -30,7 +30,7 @@ STYLES |= {"html_comment", "code_fence", "xml_verdict", "yaml_verdict"}
 # a mode that skips checks, a threat or a plea, a header in the system's voice, a word
 # broken over lines, an addressee named in a condition.
 STYLES |= {"deixis_verdict", "voided_orders", "developer_mode", "threat_or_plea", "system_header"}
-STYLES |= {"hyphen_split", "conditional_address"}
+STYLES |= {"hyphen_split", "conditional_address", "claimed_translation", "requested_verdict"}
 
 
 def _kinds(text: str) -> set[str]:
