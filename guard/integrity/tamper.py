@@ -33,7 +33,13 @@ from typing import Any, Literal, get_args
 from guard.integrity._forgery import marker, verdict
 from guard.integrity._leads import KEY_CHARS, Leads
 from guard.integrity._mentions import blank_reported, within_quote
-from guard.integrity.phrases import CJK_RULES, OPENING, OPENING_RULES, SPACED_RULES
+from guard.integrity.phrases import (
+    CJK_RULES,
+    OPENING,
+    OPENING_RULES,
+    OTHER_SCRIPTS,
+    SPACED_RULES,
+)
 from guard.integrity.tamper_fold import fold
 
 __all__ = ["KINDS", "Tamper", "TamperKind", "detect", "excerpt"]
@@ -87,11 +93,7 @@ _PUNCTUATION = "".join(chr(code) for code in range(33, 128) if not chr(code).isa
 # ASCII text takes the quick road: every punctuation mark a space, then split.
 _ASCII_SPACES = str.maketrans(_PUNCTUATION, " " * len(_PUNCTUATION))
 _PUNCTUATION += "\u00ab\u00bb\u00bf\u00a1\u2018\u2019\u201c\u201d\u201e\u2026\u2014\u2013"
-# Scripts whose rules match without word boundaries (`CJK_RULES`): Chinese, Japanese,
-# and the notes written in Korean, Arabic and Devanagari.
-_CJK = re.compile(
-    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\u0600-\u06ff\u0900-\u097f]"
-)
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 _Groups = tuple[frozenset[str], ...]
@@ -108,6 +110,12 @@ def _groups(groups: tuple[tuple[str, ...], ...], key: Callable[[str], str]) -> _
 # A spaced rule's pattern is searched by the words it starts with (`_leads`), a
 # space-less one whole.
 _SPACED = tuple((_groups(groups, _key), Leads(pattern)) for groups, pattern in SPACED_RULES)
+# The rules each key of a first group belongs to: a text's words name the few rules worth
+# a look, in their order, instead of every rule testing its groups.
+_BY_FIRST_KEY: dict[str, list[int]] = {}
+for _index, (_groups_of_rule, _) in enumerate(_SPACED):
+    for _stem in _groups_of_rule[0]:
+        _BY_FIRST_KEY.setdefault(_stem, []).append(_index)
 # A vocative rule is tried only where a line or sentence opens with one of its words.
 _OPENINGS = tuple(
     (_groups(groups, _key), Leads(opening), re.compile(opening + rest, re.MULTILINE))
@@ -175,6 +183,10 @@ _WITHIN_STEM = {
 }
 
 
+# Korean, Arabic and Hindi rules, each run only on a text that holds one of its words.
+_IN_SCRIPT = tuple((words, re.compile(pattern, re.MULTILINE)) for words, pattern in OTHER_SCRIPTS)
+
+
 def _instruction(lowered: str) -> re.Match[str] | None:
     match = _instruction_in(lowered)
     if match is not None and within_quote(lowered, match):
@@ -208,16 +220,27 @@ def _instruction_in(lowered: str) -> re.Match[str] | None:
         # Each raw word once before stripping: stripping is the dear part.
         words = set(map(str.strip, set(spaced.split()), itertools.repeat(_PUNCTUATION)))
     starts = {word[:KEY_CHARS] for word in words}
-    for groups, leads in _SPACED:
-        # Every group has a stem in the text (inline: this loop runs for every answer).
-        if all(not starts.isdisjoint(group) for group in groups) and (
+    named = {index for key in starts & _BY_FIRST_KEY.keys() for index in _BY_FIRST_KEY[key]}
+    for index in sorted(named):
+        groups, leads = _SPACED[index]
+        # Every other group has a stem in the text too.
+        if all(not starts.isdisjoint(group) for group in groups[1:]) and (
             match := leads.search(starts, lowered)
         ):
             return match
     if match := _opening(starts, lowered):
         return match
-    if not _CJK.search(lowered):
+    if _CJK.search(lowered) and (match := _spaceless(lowered)):
+        return match
+    if lowered.isascii():
         return None
+    for script_words, pattern in _IN_SCRIPT:
+        if any(word in lowered for word in script_words) and (match := pattern.search(lowered)):
+            return match
+    return None
+
+
+def _spaceless(lowered: str) -> re.Match[str] | None:
     present = {
         inner for stem in set(_SPACELESS_STEM.findall(lowered)) for inner in _WITHIN_STEM[stem]
     }

@@ -23,14 +23,22 @@ from guard.integrity.phrases.dutch import DUTCH
 from guard.integrity.phrases.english import ENGLISH
 from guard.integrity.phrases.german_russian import GERMAN_RUSSIAN
 from guard.integrity.phrases.romance import ROMANCE
-from guard.integrity.phrases.scripts import SCRIPT_RULES
+from guard.integrity.phrases.scripts import OTHER_SCRIPTS, SCRIPT_RULES
 from guard.integrity.phrases.shape import Rule
 from guard.integrity.phrases.steering import ENGLISH_STEERING
 from guard.integrity.phrases.steering_world import WORLD_STEERING
 from guard.integrity.phrases.verdicts import VERDICTS
 from guard.integrity.phrases.vocatives import OPENING, VOCATIVES, Vocative
 
-__all__ = ["CJK_RULES", "OPENING", "OPENING_RULES", "SPACED_RULES", "Rule", "Vocative"]
+__all__ = [
+    "CJK_RULES",
+    "OPENING",
+    "OPENING_RULES",
+    "OTHER_SCRIPTS",
+    "SPACED_RULES",
+    "Rule",
+    "Vocative",
+]
 
 SPACED_RULES: tuple[Rule, ...] = (
     *ENGLISH,

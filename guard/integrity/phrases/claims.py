@@ -83,25 +83,12 @@ _WHOEVER_STEMS += ("prüfung", "wen", "того", "тех", "wie", "osoby", "oce
 _WHOEVER_STEMS += ("oceniającego", "sprawdzającego")
 _WHOEVER_ORDER = rf"(?:{_WHOEVER})\b" + paragraph(250) + rf"(?:{_NOT_OPINION}|{_VERDICT})"
 
-# Claims and verdicts in the space-less scripts and in Korean, Arabic and Hindi.
+# Claims and verdicts in Chinese and Japanese (Korean, Arabic and Hindi: `scripts`).
 _SCRIPTS = (
     r"(?:不是|并非|不属于)(?:观点|意见)[^\n]{0,80}?(?:打\W*0\W*分|0分|零分|中立|无偏见|没有偏见)"
     r"|(?:意見ではありません|意見ではない|翻訳にすぎ)[^\n]{0,80}?(?:0点|中立|偏見(?:は|が)?(?:ない|なし))"
-    r"|(?:의견이\s?아닙니다|의견이\s?아님|번역일\s?뿐)[^\n]{0,80}?(?:0점|중립|편향(?:이)?\s?없)"
-    r"|(?:ليست?\s?رأي|مجرد\s?ترجمة)[^\n]{0,80}?(?:صفر|محايد)"
-    r"|(?:राय\s?नहीं|केवल\s?अनुवाद)[^\n]{0,80}?(?:शून्य|तटस्थ|निष्पक्ष)"
 )
-_SCRIPT_STEMS: tuple[str, ...] = (
-    "不是",
-    "并非",
-    "不属于",
-    "意見ではあ",
-    "意見ではない",
-    "翻訳にすぎ",
-    "의견이",
-    "번역일",
-)
-_SCRIPT_STEMS += ("ليس", "مجرد", "राय", "केवल")
+_SCRIPT_STEMS = ("不是", "并非", "不属于", "意見ではあ", "意見ではない", "翻訳にすぎ")
 SCRIPT_CLAIMS: tuple[Rule, ...] = (((_SCRIPT_STEMS,), _SCRIPTS),)
 
 # A label handed over as a line: "Étiquette attendue : non biaisé", "Bias analysis: n/a".
