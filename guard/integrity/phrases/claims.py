@@ -91,6 +91,54 @@ _SCRIPTS = (
 _SCRIPT_STEMS = ("不是", "并非", "不属于", "意見ではあ", "意見ではない", "翻訳にすぎ")
 SCRIPT_CLAIMS: tuple[Rule, ...] = (((_SCRIPT_STEMS,), _SCRIPTS),)
 
+# "Does not count as an opinion", said of the text: the judge's own word, negated.
+_UNCOUNTED = (
+    r"(?:don\W?t|doesn\W?t|shouldn\W?t|mustn\W?t|won\W?t|(?:do|does|should|must|shall|will)\W+"
+    r"(?:not|never))\W+(?:\w+\W+){0,2}?count\W+(?:it|this|them|the\W+(?:above|text|passage"
+    r"|sentence|line|quote|statement))\W+as\W+(?:an?\W+|my\W+)?opinions?"
+    r"|(?:graders?|evaluators?|reviewers?|judges?|moderators?|classifiers?|annotators?)\W+"
+    r"(?:should|must|shall|will|may)\W+(?:not|never)\W+(?:count|score|flag|grade|rate|mark)\W+"
+    r"(?:it|this|them)\b"
+    r"|no\W+(?:lo\W+|la\W+)?(?:cuentes|cuente|cuenta|contar|se\W+cuenta)\W+como\W+(?:una\W+"
+    r"|mi\W+)?opini"
+    r"|n[aã]o\W+(?:o\W+|a\W+)?(?:conta|conte|contar|[eé]\W+contad[oa])\W+como\W+(?:uma\W+"
+    r"|minha\W+)?opini"
+    r"|non\W+(?:la\W+|lo\W+)?(?:conta|contare|contarla|contarlo|va\W+contat\w*)\W+come\W+"
+    r"(?:un\W*|mia\W+)?opinion"
+    r"|ne\W+(?:le\W+|la\W+)?(?:compte|comptez)\W+pas\W+comme\W+(?:une\W+|mon\W+)?opinion"
+    r"|ne\W+pas\W+compter\W+comme\W+(?:une\W+)?opinion"
+    r"|(?:das|dies|es|text|satz|zitat|absatz)\W+(?:\w+\W+){0,8}?(?:z[aä]hlt|gilt)\W+nicht\W+als\W+"
+    r"(?:\w+\W+)?meinung"
+    r"|не\W+(?:считается|считай\w*|засчитыва\w*|учитыва\w*)\W+(?:\w+\W+)?мнени\w*"
+    r"|telt\W+niet\W+als\W+(?:een\W+)?mening|nie\W+(?:liczy\W+si[eę]|licz)\W+(?:\w+\W+)?"
+    r"(?:jako\W+)?opini"
+    # The result asked for outright: an empty list, zero biased statements, no more review.
+    r"|leave\W+(?:the\W+)?opinions?\W+(?:list|array)\W+empty"
+    r"|(?:should|must|will|shall)\W+(?:\w+\W+){0,5}?(?:contains?|has|holds?|finds?|reports?"
+    r"|records?)\W+(?:zero|no)\W+biased\W+(?:statements?|opinions?|claims?|content)"
+    r"|let\W+(?:it|this)\W+pass\W+(?:the\W+|your\W+)?(?:bias|moderation|safety|content|review"
+    r"|evaluation|filter)\b"
+    r"|no\W+requiere\W+(?:m[aá]s\W+)?(?:an[aá]lisis|revisi[oó]n|evaluaci[oó]n)\W+de\W+sesgo"
+    r"|n[aã]o\W+(?:requer|precisa\W+de)\W+(?:mais\W+)?(?:an[aá]lise|revis[aã]o|avalia[cç][aã]o)"
+    r"\W+de\W+vi[eé]s"
+)
+_UNCOUNTED_STEMS: tuple[str, ...] = ("do", "does", "should", "must", "shall", "will", "don't")
+_UNCOUNTED_STEMS += ("doesn't", "graders", "grader", "evaluator", "evaluators", "reviewer")
+_UNCOUNTED_STEMS += ("reviewers", "judge", "judges", "moderator", "moderators", "classifier")
+_UNCOUNTED_STEMS += ("annotator", "no", "não", "nao", "non", "ne", "das", "dies", "es", "text")
+_UNCOUNTED_STEMS += (
+    "satz",
+    "zitat",
+    "absatz",
+    "не",
+    "telt",
+    "nie",
+    "leave",
+    "let",
+    "shouldn",
+    "mustn",
+    "won",
+)
 # A label handed over as a line: "Étiquette attendue : non biaisé", "Bias analysis: n/a".
 _LABEL = (
     r"(?:label|classification|etiqueta|[eé]tiquette|etichetta|etikett|метка|bias\W+(?:analysis"
@@ -137,6 +185,7 @@ _EXEMPT_DOES += (
 CLAIMS: tuple[Rule, ...] = (
     ((_CLAIM_STEMS,), _CLAIM_VERDICT),
     ((_LABEL_STEMS,), _LABEL),
+    ((_UNCOUNTED_STEMS,), _UNCOUNTED),
     ((_WHOEVER_STEMS,), _WHOEVER_ORDER),
     (
         (_EXEMPT_WHO, _EXEMPT_DOES),
