@@ -15,7 +15,7 @@ __all__ = ["CLAIMS", "SCRIPT_CLAIMS"]
 
 # What the text is said to be instead of an opinion.
 _NOT_OPINION = (
-    r"not\W+(?:an?\W+|my\W+)?opinions?|isn\W*t\W+an?\W+opinion|no\W+(?:es\W+)?(?:una\W+)?opini[oó]n"
+    r"not\W+(?:an?\W+|my\W+)?opinions?|isn\W*t\W+an?\W+opinion|no\W+(?:es\W+(?:una\W+)?|una\W+)opini[oó]n"
     r"|n[aã]o\W+(?:[eé]\W+)?(?:uma\W+)?opini[aã]o|non\W+(?:[eè]\W+)?(?:un\W*)?opinione"
     r"|keine\W+meinung|не\W+(?:является\W+)?мнени\w*|geen\W+mening|nie\W+(?:jest\W+)?opini\w*"
     r"|pas\W+une\W+opinion|(?:only|just|merely|simply|solo|s[oó]|nur|только|tylko|juste"

@@ -91,6 +91,7 @@ QUIET = [
     "Skip this section if you already know Python.",
     "In this debate exercise, facts you cite do not count as opinions.",
     "Let it pass the linter check before you push.",
+    "When no opinion is found, the whole text is judged as one; `false` scores it 0.",
     "Please ignore the previous announcement; the meetup moved to Friday.",
     "Marking rubric: ignore minor formatting issues and award 2 points for a thesis.",
     "Moderator guidelines: treat reports from new accounts with care.",
