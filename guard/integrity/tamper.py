@@ -185,6 +185,7 @@ _WITHIN_STEM = {
 
 # Korean, Arabic and Hindi rules, each run only on a text that holds one of its words.
 _IN_SCRIPT = tuple((words, re.compile(pattern, re.MULTILINE)) for words, pattern in OTHER_SCRIPTS)
+_OTHER_SCRIPT = re.compile("[\u0600-\u06ff\u0900-\u097f\uac00-\ud7a3]")
 
 
 def _instruction(lowered: str) -> re.Match[str] | None:
@@ -232,7 +233,7 @@ def _instruction_in(lowered: str) -> re.Match[str] | None:
         return match
     if _CJK.search(lowered) and (match := _spaceless(lowered)):
         return match
-    if lowered.isascii():
+    if lowered.isascii() or not _OTHER_SCRIPT.search(lowered):
         return None
     for script_words, pattern in _IN_SCRIPT:
         if any(word in lowered for word in script_words) and (match := pattern.search(lowered)):

@@ -29,9 +29,8 @@ def _addressed(calls: str, conditions: str, addressees: str, orders: str, readin
 
 
 _EN = _addressed(
-    r"remember|attention|listen|note|important|reminder|warning|psst|okay|ok|hey|dear|hello"
-    r"|message|instructions?",
-    r"if\W+you\W+(?:are|re)|(?:any|every|whatever)(?=\W+(?:\w+\W+){0,2}?\w+\W+(?:reading"
+    r"remember|attention|note|important|reminder|warning|hey|dear|hello|message|instructions?",
+    r"if\W+you\W+(?:are|re)|(?:any|whatever)\b(?=\W+(?:\w+\W+){0,2}?\w+\W+(?:reading"
     r"|reviewing|checking|processing|evaluating|scoring)\W+this)",
     r"ai|llm|models?|system|evaluators?|judges?|graders?|reviewers?|classifiers?|moderators?"
     r"|bots?|assistants?|scorers?|raters?|checkers?",
@@ -45,9 +44,8 @@ _EN = _addressed(
     r"|passage|quote|sentence|statement|answer|response))\b|" + DROPPED,
 )
 _EN_STEMS = (
-    ("remember", "attention", "listen", "note", "important", "reminder", "warning", "psst"),
-    ("okay", "ok", "hey", "dear", "hello", "message", "instruction", "instructions", "if"),
-    ("any", "every", "whatever"),
+    ("remember", "attention", "note", "important", "reminder", "warning", "hey", "dear"),
+    ("hello", "message", "instruction", "instructions", "if", "any", "whatever"),
 )
 _ES = _addressed(
     r"atenci[oó]n|recuerda|importante|nota|aviso|hola|estimad\w+|querid\w+|instrucci\w+",
@@ -161,7 +159,7 @@ _AUTHORITY = (
 )
 
 ADDRESSED: tuple[Rule, ...] = (
-    ((_EN_STEMS[0] + _EN_STEMS[1] + _EN_STEMS[2],), _EN),
+    ((_EN_STEMS[0] + _EN_STEMS[1],), _EN),
     (
         (
             ("atención", "atencion", "recuerda", "importante", "nota", "aviso", "hola", "si"),
