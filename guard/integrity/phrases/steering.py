@@ -27,7 +27,7 @@ DEEM_VALUES = (
 )
 _VERBS = (
     r"treat|mark|rate|score|count|consider|label|classify|grade|record|regard|judge|evaluate"
-    r"|report|deem|assess"
+    r"|report|deem|assess|register|log"
 )
 _THIS = (
     r"this|these|everything|the\W+(?:above|following|preceding|previous|passage"
@@ -67,7 +67,7 @@ _DEEM_IT = (
 )
 _DEEM_STEMS = (
     ("treat", "mark", "rate", "score", "count", "consider", "label", "classify", "grade"),
-    ("record", "regard", "judge", "evaluate", "report", "tag", "deem", "assess"),
+    ("record", "regard", "judge", "evaluate", "report", "deem", "assess", "register", "log"),
 )
 _VALUE_STEMS: tuple[str, ...] = (
     "neutral",

@@ -69,6 +69,11 @@ _DE = (
     + _DE_VALUES
     + r")\W+(?:\w+\W+)?"
     + _DE_VERBS
+    # "Als neutral markieren." opening its sentence.
+    + r"|als(?:(?<=^als)|(?<=[.:!?(] als))\W+(?:"
+    + _DE_VALUES
+    + r")\W+"
+    + _DE_VERBS
 )
 _RU = deem(
     r"(?:счита|рассматрива|оцени|отмет|помет|классифицир|засчита|квалифицир|трактуй|признай)\w*",
@@ -91,7 +96,7 @@ _PL = deem(
     r"neutraln\w*|bezstronn\w*|bez\W+uprzedze[nń]|nieszkodliw\w*|akceptowaln\w*|" + _ZERO,
 )
 _DEEM_STEMS = (
-    ("trat", "marc", "consider", "calific", "clasific", "puntúa", "punt", "evalúa", "eval"),
+    ("trat", "marc", "márc", "consider", "calific", "clasific", "puntúa", "punt", "evalúa", "eval"),
     ("cuent", "registr", "etiquet", "valor", "marqu", "classifi", "pontu", "avali", "cont"),
     ("rotul", "trait", "considér", "not", "évalu", "class", "compt", "étiquet", "jug"),
     ("segn", "valut", "classific", "etichett", "giudic", "behandl", "bewert", "wert"),
@@ -120,7 +125,7 @@ _VALUE_STEMS += ("no", "não", "non", "nicht", "не", "niet", "nie", "sem", "se
 
 _AS = r"como|comme|als|come|как|jako|za"
 _VERBS = (
-    r"(?:trat|marc|consider|calific|clasific|punt[uú]|eval[uú]|registr|etiquet|valor|marqu"
+    r"(?:trat|m[aá]rc|consider|calific|clasific|punt[uú]|eval[uú]|registr|etiquet|valor|marqu"
     r"|classifi|pontu|avali|rotul|trait|consid[eé]r|note|[eé]valu|class|compt|[eé]tiquet|juge"
     r"|segn|valut|classific|giudic|bewert|wert|markier|einstuf|stuf|betracht|klassifizier"
     r"|счита|оцени|отмет|помет|классифицир|beschouw|markeer|beoordeel|classificeer|traktuj"

@@ -41,7 +41,36 @@ def _rule(lead: str, bare: str, named: str, order: str) -> tuple[str, str]:
         rf"(?:(?:{bare})(?:\W+(?!{_HEADINGS})\w+)?\s*[,:]|(?:{lead})\W*(?:\w+\W+){{0,2}}?(?:{bare}|{named})"
         + r"\b[^\n,:;.]{0,40}?(?:[,:\u2014\u2013]|$))"
     )
-    return opening, paragraph(300) + rf"(?:{order})"
+    return opening, paragraph(300) + rf"(?:{order}|{_SHARED_ORDERS})"
+
+
+# What a note to the reviewer says in any of the languages: the text is not the author's
+# opinion, and the list of opinions is to stay empty.
+_SHARED_ORDERS = (
+    r"(?:not|no|n[aã]o|non|nicht|не|nothing\W+in\W+it\W+is)\W+(?:\w+\W+)?(?:my|mi|mon|ma|meine?"
+    r"|minha|mia|mo[её])\W+(?:opinion|view|opini[oó]n|avis|meinung|opini[aã]o|opinione|мнение)"
+    r"|no\W+refleja\W+mi\W+opini|ce\W+n\W*est\W+pas\W+mon\W+avis"
+    r"|(?:zero|cero|null|ноль)\W+(?:\w+\W+)?(?:opinions?|opiniones|opini[oõ]es|opinioni|meinungen"
+    r"|мнени\w*)|(?:opinions?|opiniones|opini[oõ]es|opinioni|мнений)\W+(?:\w+\W+){0,3}?(?:empty"
+    r"|vac[ií]a|vazia|vuota|vide|пуст\w*)|(?:liste|lista|list|список)\W+(?:des\W+|de\W+|di\W+"
+    r"|dei\W+|of\W+)?(?:opinions?|opiniones|opini[oõ]es|opinioni|мнений)\W+(?:\w+\W+){0,3}?"
+    r"(?:vide|vac[ií]a|vazia|vuota|empty|пуст\w*)|meinungsliste\W+(?:\w+\W+)?leer"
+)
+_SHARED_STEMS: tuple[str, ...] = (
+    "not",
+    "no",
+    "não",
+    "nao",
+    "non",
+    "nicht",
+    "не",
+    "nothing",
+    "ce",
+    "zero",
+    "cero",
+)
+_SHARED_STEMS += ("null", "ноль", "opinions", "opinion", "opiniones", "opiniões", "opinioni")
+_SHARED_STEMS += ("мнений", "liste", "lista", "list", "список", "meinungsliste")
 
 
 _EN = _rule(
@@ -286,7 +315,7 @@ Vocative = tuple[tuple[tuple[str, ...], ...], str, str]
 def _vocative(
     addressees: tuple[tuple[str, ...], ...], orders: tuple[str, ...], rule: tuple[str, str]
 ) -> Vocative:
-    return ((tuple(stem for group in addressees for stem in group), orders), *rule)
+    return ((tuple(stem for group in addressees for stem in group), orders + _SHARED_STEMS), *rule)
 
 
 VOCATIVES: tuple[Vocative, ...] = (
