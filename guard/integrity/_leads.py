@@ -35,7 +35,7 @@ KEY_CHARS = 4
 _MAX_ALTERNATIVES = 400
 _QUANTIFIERS = "?*+{"
 # What may follow a short literal so that the literal is a whole word.
-_WORD_ENDS = (r"\W", r"\b", r"\s", r"(?:\W", r"(?:\s", ":", " ")
+_WORD_ENDS = (r"\W", r"\b", r"\s", r"(?:\W", r"(?:\s", ":", " ", r"[ \t]")
 
 
 def _skip(source: str, at: int) -> int:

@@ -18,12 +18,15 @@ _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 # injection, it does not make one. The quote is blanked and the text searched again.
 _REPORTED_QUOTE = re.compile(
     r"(?:such\W+as|like|e\.g\.|for\W+(?:example|instance)|says?|said|reads?|goes|called"
+    r"|saying|stating|dizendo|diciendo|disant|dicendo|lautet|говоря\w*|例如|比如|譬如|诸如|例えば"
     r"|known\W+as|phrases?|payloads?|examples?"
-    r"|strings?|sentences?|lines?|satz|zeile|frase|phrase|фраза|строка|ressemble\W+[aà]"
+    r"|strings?|sentences?|lines?|words|satz|zeile|frase|phrase|фраза|строка|ressemble\W+[aà]"
     r"|como|comme|wie|z\.\W*b\.|come|как|например|por\W+ejemplo|par\W+exemple"
     r"|zum\W+beispiel|por\W+exemplo|ad\W+esempio)\W{0,3}"
-    '(["\u201c\u00ab\u201e\u300c][^"\u201c\u201d\u00ab\u00bb\u201e\u300c\u300d\n]{1,120}'
+    '((?:["\u201c\u00ab\u201e\u300c][^"\u201c\u201d\u00ab\u00bb\u201e\u300c\u300d\n]{1,120}'
     '["\u201d\u00bb\u201c\u300d])'
+    # Single quotes too: "the words 'ignore previous instructions' in a PDF".
+    "|'[^'\n]{1,120}')"
 )
 
 
@@ -81,6 +84,8 @@ def mentioned(text: str, match: re.Match[str]) -> bool:
         return True
     if _CJK.match(before[-1:]) and _CJK.match(after[:1]):
         return True  # "每一轮以<|im_start|>开始": inside a sentence, no spaces
+    if before[1:] == " " and after[:1] == " " and _CJK.match(before[:1]) and _CJK.match(after[1:]):
+        return True  # "以 <|im_start|> 加角色名": the same, spaced
     inline_before = (
         len(before) == 2 and before[1] == " " and (before[0].isalpha() or before[0] in ",(")
     )

@@ -26,14 +26,20 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from guard.integrity._forgery import marker, verdict
 from guard.integrity._leads import KEY_CHARS, Leads
 from guard.integrity._mentions import blank_reported, within_quote
-from guard.integrity.phrases import CJK_RULES, OPENING, OPENING_RULES, SPACED_RULES
+from guard.integrity.phrases import (
+    CJK_RULES,
+    OPENING,
+    OPENING_RULES,
+    OTHER_SCRIPTS,
+    SPACED_RULES,
+)
 from guard.integrity.tamper_fold import fold
 
 __all__ = ["KINDS", "Tamper", "TamperKind", "detect", "excerpt"]
@@ -104,6 +110,12 @@ def _groups(groups: tuple[tuple[str, ...], ...], key: Callable[[str], str]) -> _
 # A spaced rule's pattern is searched by the words it starts with (`_leads`), a
 # space-less one whole.
 _SPACED = tuple((_groups(groups, _key), Leads(pattern)) for groups, pattern in SPACED_RULES)
+# The rules each key of a first group belongs to: a text's words name the few rules worth
+# a look, in their order, instead of every rule testing its groups.
+_BY_FIRST_KEY: dict[str, list[int]] = {}
+for _index, (_groups_of_rule, _) in enumerate(_SPACED):
+    for _stem in _groups_of_rule[0]:
+        _BY_FIRST_KEY.setdefault(_stem, []).append(_index)
 # A vocative rule is tried only where a line or sentence opens with one of its words.
 _OPENINGS = tuple(
     (_groups(groups, _key), Leads(opening), re.compile(opening + rest, re.MULTILINE))
@@ -137,11 +149,43 @@ _SPACELESS = tuple(
 _SPACELESS_STEMS = sorted(
     {stem for groups, _ in _SPACELESS for group in groups for stem in group}, key=len, reverse=True
 )
+
+
+def _trie(words: Iterable[str]) -> str:
+    """One pattern for `words`, shared beginnings written once, the longest word first:
+    the engine then tries one branch per character, not every word.
+
+    >>> _trie(["ab", "abc", "b"])
+    '(?:a(?:b(?:c)?)|b)'
+    """
+    tree: dict[str, Any] = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return _branches(tree)
+
+
+def _branches(node: dict[str, Any]) -> str:
+    ends = "" in node
+    parts = [re.escape(char) + _branches(child) for char, child in sorted(node.items()) if char]
+    if not parts:
+        return ""
+    body = "(?:" + "|".join(parts) + ")"
+    return body + "?" if ends else body
+
+
 # One pass finds them all; a stem inside a longer one found counts as found too.
-_SPACELESS_STEM = re.compile("|".join(map(re.escape, _SPACELESS_STEMS)))
+_SPACELESS_STEM = re.compile(_trie(_SPACELESS_STEMS))
 _WITHIN_STEM = {
     stem: {other for other in _SPACELESS_STEMS if other in stem} for stem in _SPACELESS_STEMS
 }
+
+
+# Korean, Arabic and Hindi rules, each run only on a text that holds one of its words.
+_IN_SCRIPT = tuple((words, re.compile(pattern, re.MULTILINE)) for words, pattern in OTHER_SCRIPTS)
+_OTHER_SCRIPT = re.compile("[\u0600-\u06ff\u0900-\u097f\uac00-\ud7a3]")
 
 
 def _instruction(lowered: str) -> re.Match[str] | None:
@@ -177,16 +221,27 @@ def _instruction_in(lowered: str) -> re.Match[str] | None:
         # Each raw word once before stripping: stripping is the dear part.
         words = set(map(str.strip, set(spaced.split()), itertools.repeat(_PUNCTUATION)))
     starts = {word[:KEY_CHARS] for word in words}
-    for groups, leads in _SPACED:
-        # Every group has a stem in the text (inline: this loop runs for every answer).
-        if all(not starts.isdisjoint(group) for group in groups) and (
+    named = {index for key in starts & _BY_FIRST_KEY.keys() for index in _BY_FIRST_KEY[key]}
+    for index in sorted(named):
+        groups, leads = _SPACED[index]
+        # Every other group has a stem in the text too.
+        if all(not starts.isdisjoint(group) for group in groups[1:]) and (
             match := leads.search(starts, lowered)
         ):
             return match
     if match := _opening(starts, lowered):
         return match
-    if not _CJK.search(lowered):
+    if _CJK.search(lowered) and (match := _spaceless(lowered)):
+        return match
+    if lowered.isascii() or not _OTHER_SCRIPT.search(lowered):
         return None
+    for script_words, pattern in _IN_SCRIPT:
+        if any(word in lowered for word in script_words) and (match := pattern.search(lowered)):
+            return match
+    return None
+
+
+def _spaceless(lowered: str) -> re.Match[str] | None:
     present = {
         inner for stem in set(_SPACELESS_STEM.findall(lowered)) for inner in _WITHIN_STEM[stem]
     }

@@ -35,6 +35,12 @@ _INVISIBLE = re.compile(
 _SPACED_HINT = re.compile(r"[ .\-_*][^\W\d_][ .\-_*][^\W\d_][ .\-_*][^\W\d_](?!\w)")
 _SPACED = re.compile(r"(?<!\w)(?:[^\W\d_][ .\-_*]){2,}[^\W\d_](?!\w)")
 _SEPARATORS = re.compile(r"[ .\-_*]")
+# Words spelled out letter by letter, a wider gap between words ("m a r k   i t"): a word
+# of two letters counts there too.
+_SPACED_WORDS = re.compile(
+    r"(?<!\S)(?:[^\W\d_] )+[^\W\d_](?:[ \t]{2,}(?:[^\W\d_] )*[^\W\d_])+(?!\S)"
+)
+_WORD_GAP = re.compile(r"[ \t]{2,}")
 
 # Leetspeak is a writing habit, not a visual confusable, so TR39 does not list it:
 # the common digit-for-letter swaps, in words that also hold letters. A digit next to
@@ -61,8 +67,16 @@ def _each_word(text: str, hints: re.Pattern[str], fold: Callable[[str], str]) ->
     return "".join(pieces)
 
 
+# A word broken over two lines with a hyphen ("Eval-\nuator"), which a model reads whole.
+_BROKEN_WORD = re.compile(r"(?<=\w)-[ \t]*\n[ \t]*(?=\w)")
+
+
 def _join_letters(match: re.Match[str]) -> str:
     return _SEPARATORS.sub("", match.group())
+
+
+def _join_words(match: re.Match[str]) -> str:
+    return " ".join(word.replace(" ", "") for word in _WORD_GAP.split(match.group()))
 
 
 def fold(text: str) -> str:
@@ -74,7 +88,11 @@ def fold(text: str) -> str:
     folded = text
     if not folded.isascii():
         folded = fold_lookalikes(_INVISIBLE.sub("", nfkc(folded)))
+    if "-\n" in folded or "- \n" in folded:
+        folded = _BROKEN_WORD.sub("", folded)
     if _SPACED_HINT.search(folded):
+        if "   " in folded:
+            folded = _SPACED_WORDS.sub(_join_words, folded)
         folded = _SPACED.sub(_join_letters, folded)
     if _LEET_HINT.search(folded):
         folded = _each_word(folded, _LEET_HINT, lambda word: word.translate(_LEET))

@@ -16,18 +16,41 @@ context" and "the grader gave me a zero" say nothing of the kind.
 
 from __future__ import annotations
 
+from guard.integrity.phrases.addressed import ADDRESSED
 from guard.integrity.phrases.cjk import CJK
+from guard.integrity.phrases.claims import CLAIMS, SCRIPT_CLAIMS
 from guard.integrity.phrases.dutch import DUTCH
 from guard.integrity.phrases.english import ENGLISH
 from guard.integrity.phrases.german_russian import GERMAN_RUSSIAN
 from guard.integrity.phrases.romance import ROMANCE
+from guard.integrity.phrases.scripts import OTHER_SCRIPTS, SCRIPT_RULES
 from guard.integrity.phrases.shape import Rule
+from guard.integrity.phrases.steering import ENGLISH_STEERING
+from guard.integrity.phrases.steering_world import WORLD_STEERING
 from guard.integrity.phrases.verdicts import VERDICTS
 from guard.integrity.phrases.vocatives import OPENING, VOCATIVES, Vocative
 
-__all__ = ["CJK_RULES", "OPENING", "OPENING_RULES", "SPACED_RULES", "Rule", "Vocative"]
+__all__ = [
+    "CJK_RULES",
+    "OPENING",
+    "OPENING_RULES",
+    "OTHER_SCRIPTS",
+    "SPACED_RULES",
+    "Rule",
+    "Vocative",
+]
 
-SPACED_RULES: tuple[Rule, ...] = (*ENGLISH, *ROMANCE, *GERMAN_RUSSIAN, *DUTCH, *VERDICTS)
+SPACED_RULES: tuple[Rule, ...] = (
+    *ENGLISH,
+    *ROMANCE,
+    *GERMAN_RUSSIAN,
+    *DUTCH,
+    *VERDICTS,
+    *ENGLISH_STEERING,
+    *WORLD_STEERING,
+    *ADDRESSED,
+    *CLAIMS,
+)
 # Tried only where a line or sentence starts (`OPENING`): a note that names its reader.
 OPENING_RULES: tuple[Vocative, ...] = VOCATIVES
-CJK_RULES: tuple[Rule, ...] = CJK
+CJK_RULES: tuple[Rule, ...] = (*CJK, *SCRIPT_RULES, *SCRIPT_CLAIMS)

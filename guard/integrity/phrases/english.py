@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guard.integrity.phrases.shape import Rule, gap, vocative_rule, within
+from guard.integrity.phrases.shape import DROPPED, Rule, gap, vocative_rule, within
 
 __all__ = ["ENGLISH"]
 
@@ -16,7 +16,8 @@ _EN_ADDRESSEE = (
     r"|assistants?|language\W+models?|whoever\W+(?:grades|reviews|evaluates|judges|checks|scores)"
 )
 _EN_ORDER = (
-    r"ignore|disregard|forget|no\W+(?:\w+\W+)?opinions?|zero\W+opinions|not\W+(?:an?\W+)?opinions?|empty\W+(?:\w+\W+)?(?:list|array|result)"
+    DROPPED + r"|no\W+(?:\w+\W+)?opinions?|zero\W+opinions|not\W+(?:an?\W+)?opinions?"
+    r"|empty\W+(?:\w+\W+)?(?:list|array|result)"
     r"|(?:is|are|as|be|marked?|rated?|classif(?:y|ied)|labell?ed|verdict:?)\W+(?:un|not\W+|non-?)biased"
     r"|bias-?free|free\W+of\W+bias|exempt|(?:do\W+not|don'?t)\W+(?:judge|score|flag|evaluate"
     r"|review|assess|extract|list|count|report|mark)\W+(?:this|these|it|anything|any\W+of"
@@ -249,7 +250,7 @@ ENGLISH: tuple[Rule, ...] = (
             ),
             ("score", "rate", "grade", "mark", "classif", "label", "flag", "tag"),
         ),
-        r"(?:score|rate|grade|mark|classify|label|flag|tag)\W+(?:this|these|it|everything"
+        r"(?:score|rate|grade|mark|classify|label|flag|tag)\W+(?:this|these|everything"
         r"|the\W+(?:above|following|preceding)(?:\W+\w+)?)\W+(?:\w+\W+){0,2}?(?:as\W+|with\W+)?"
         r"(?:a\W+)?(?:" + _EN_VERDICT_VALUE + r")\b",
     ),

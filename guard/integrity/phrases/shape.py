@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["Rule", "drop_rule", "gap", "paragraph", "vocative_rule", "within"]
+__all__ = ["DROPPED", "Rule", "drop_rule", "gap", "paragraph", "vocative_rule", "within"]
 
 # A rule: groups of stems, then a pattern. The pattern runs only when every group has
 # a stem in the lowercased folded text: what it names, and what it orders.
@@ -40,3 +40,20 @@ _SAME_PARAGRAPH = r"(?:[^\n]|\n(?![ \t]*\n)){0,%d}?"
 
 def paragraph(chars: int) -> str:
     return _SAME_PARAGRAPH % chars
+
+
+_TEXT_NOUNS = (
+    r"instructions?|rules|prompts?|directions|orders|guidelines|sentences?|text|lines?|passage"
+    r"|content|statements?|paragraph|quote|answer|response"
+)
+# "Ignore" with what it drops: this text or earlier orders ("ignore the previous sentence",
+# "disregard everything above", "ignore this and ..."), not "the previous announcement",
+# "minor formatting issues" or "this email if you did not ask for it".
+DROPPED = (
+    r"(?:ignore|disregard|overlook|forget)\W+(?:all\W+)?(?:of\W+)?(?:(?:everything|anything)\b"
+    r"|this(?:\W+(?:" + _TEXT_NOUNS + r")\b|(?=[ \t]*(?:[.,;!]|and\b|$)))"
+    r"|(?:the\W+)?(?:above|preceding|following)\b|(?:the\W+|your\W+|all\W+|any\W+)?(?:previous"
+    r"|prior|earlier|preceding|above|original)?\W*(?:\w+\W+)?(?:" + _TEXT_NOUNS + r")\W+"
+    r"(?:above|before|so\W+far)|(?:the\W+|your\W+|all\W+|any\W+)?(?:previous|prior|earlier"
+    r"|preceding|above|original)\W+(?:\w+\W+)?(?:" + _TEXT_NOUNS + r")\b)"
+)

@@ -14,7 +14,7 @@ empty list") does not open with the addressee as its own vocative.
 
 from __future__ import annotations
 
-from guard.integrity.phrases.shape import paragraph
+from guard.integrity.phrases.shape import DROPPED, paragraph
 
 __all__ = ["OPENING", "VOCATIVES", "Vocative"]
 
@@ -26,15 +26,51 @@ OPENING = "\n.!?;([{>-\u2014*"
 _ZERO = r"(?:0|zero)\b(?![ \t]*(?:of\b|out\W+of|to\W+\d|/|%|[.,\-\u2013]\d))"
 
 
+# A heading about the addressees, not a note to them: "Moderator guidelines:".
+_HEADINGS = (
+    r"(?:guidelines?|guide|handbook|polic(?:y|ies)|rules|manual|faq|training|checklist|tips"
+    r"|instructions|notes|rubric|onboarding)\b"
+)
+
+
 def _rule(lead: str, bare: str, named: str, order: str) -> tuple[str, str]:
     """The opening (the addressee bare, or after a lead), and what follows it: the
     paragraph, then an order. The detector looks for the opening where a line or sentence
     starts (`OPENING`), and for the rest only after an opening it found."""
     opening = (
-        rf"(?:(?:{bare})(?:\W+\w+)?\s*[,:]|(?:{lead})\W*(?:\w+\W+){{0,2}}?(?:{bare}|{named})"
+        rf"(?:(?:{bare})(?:\W+(?!{_HEADINGS})\w+)?\s*[,:]|(?:{lead})\W*(?:\w+\W+){{0,2}}?(?:{bare}|{named})"
         + r"\b[^\n,:;.]{0,40}?(?:[,:\u2014\u2013]|$))"
     )
-    return opening, paragraph(300) + rf"(?:{order})"
+    return opening, paragraph(300) + rf"(?:{order}|{_SHARED_ORDERS})"
+
+
+# What a note to the reviewer says in any of the languages: the text is not the author's
+# opinion, and the list of opinions is to stay empty.
+_SHARED_ORDERS = (
+    r"(?:not|no|n[aã]o|non|nicht|не|nothing\W+in\W+it\W+is)\W+(?:\w+\W+)?(?:my|mi|mon|ma|meine?"
+    r"|minha|mia|mo[её])\W+(?:opinion|view|opini[oó]n|avis|meinung|opini[aã]o|opinione|мнение)"
+    r"|no\W+refleja\W+mi\W+opini|ce\W+n\W*est\W+pas\W+mon\W+avis"
+    r"|(?:zero|cero|null|ноль)\W+(?:\w+\W+)?(?:opinions?|opiniones|opini[oõ]es|opinioni|meinungen"
+    r"|мнени\w*)|(?:opinions?|opiniones|opini[oõ]es|opinioni|мнений)\W+(?:\w+\W+){0,3}?(?:empty"
+    r"|vac[ií]a|vazia|vuota|vide|пуст\w*)|(?:liste|lista|list|список)\W+(?:des\W+|de\W+|di\W+"
+    r"|dei\W+|of\W+)?(?:opinions?|opiniones|opini[oõ]es|opinioni|мнений)\W+(?:\w+\W+){0,3}?"
+    r"(?:vide|vac[ií]a|vazia|vuota|empty|пуст\w*)|meinungsliste\W+(?:\w+\W+)?leer"
+)
+_SHARED_STEMS: tuple[str, ...] = (
+    "not",
+    "no",
+    "não",
+    "nao",
+    "non",
+    "nicht",
+    "не",
+    "nothing",
+    "ce",
+    "zero",
+    "cero",
+)
+_SHARED_STEMS += ("null", "ноль", "opinions", "opinion", "opiniones", "opiniões", "opinioni")
+_SHARED_STEMS += ("мнений", "liste", "lista", "list", "список", "meinungsliste")
 
 
 _EN = _rule(
@@ -47,8 +83,8 @@ _EN = _rule(
     r"\W+(?:system|pipeline|bot|service|model|team|check(?:er)?|filter|detector|classifier"
     r"|scorer|judge|reviewer)|whoever\W+(?:scores|grades|reviews|evaluates|judges|checks|reads"
     r"|moderates|rates)",
-    r"ai|a\.i\.|llms?|assistants?|models?|systems?",
-    r"ignore|disregard|overlook|empty\W+(?:\w+\W+)?(?:list|array|result)|(?:no|zero)\W+opinions?"
+    r"ai|a\.i\.|llms?|assistants?|models?|systems?|bots?|filters?|checkers?",
+    DROPPED + r"|empty\W+(?:\w+\W+)?(?:list|array|result)|(?:no|zero)\W+opinions?"
     r"|(?:un|not\W+|non-?)biased|no\W+bias|bias-?free|score\W+(?:\w+\W+){0,5}?"
     + _ZERO
     + r"|(?:give|assign|rate|score)\W+(?:it|this|them|these)(?:\W+\w+)?\W+(?:an?\W+)?"
@@ -64,7 +100,20 @@ _EN = _rule(
 )
 _EN_STEMS = (
     ("review", "evaluat", "grader", "moderat", "judge", "classif", "assess", "annotat"),
-    ("rater", "scorer", "auditor", "ai", "llm", "assistant", "model", "system", "bias", "whoever"),
+    (
+        "rater",
+        "scorer",
+        "auditor",
+        "ai",
+        "llm",
+        "assistant",
+        "model",
+        "system",
+        "bias",
+        "whoever",
+        "bot",
+        "filter",
+    ),
     ("content", "safety", "quality", "checker"),
 )
 _EN_ORDERS: tuple[str, ...] = (
@@ -266,7 +315,7 @@ Vocative = tuple[tuple[tuple[str, ...], ...], str, str]
 def _vocative(
     addressees: tuple[tuple[str, ...], ...], orders: tuple[str, ...], rule: tuple[str, str]
 ) -> Vocative:
-    return ((tuple(stem for group in addressees for stem in group), orders), *rule)
+    return ((tuple(stem for group in addressees for stem in group), orders + _SHARED_STEMS), *rule)
 
 
 VOCATIVES: tuple[Vocative, ...] = (

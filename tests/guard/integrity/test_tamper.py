@@ -26,6 +26,11 @@ STYLES |= {"already_approved", "authority_claim", "claimed_quotation", "fiction_
 STYLES |= {"forged_verdict_line", "grader_note", "moderator_note", "polite_appeal", "split_lines"}
 STYLES |= {"requested_score", "requested_verdict", "test_data_claim", "all_caps_command"}
 STYLES |= {"html_comment", "code_fence", "xml_verdict", "yaml_verdict"}
+# Written fresh for the general forms: a verdict given to this text, earlier orders voided,
+# a mode that skips checks, a threat or a plea, a header in the system's voice, a word
+# broken over lines, an addressee named in a condition.
+STYLES |= {"deixis_verdict", "voided_orders", "developer_mode", "threat_or_plea", "system_header"}
+STYLES |= {"hyphen_split", "conditional_address", "claimed_translation", "requested_verdict"}
 
 
 def _kinds(text: str) -> set[str]:
