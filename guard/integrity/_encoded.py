@@ -1,4 +1,4 @@
-"""Base64 and hex runs that decode to readable text, judged as that text.
+"""Base64, base32 and hex runs that decode to readable text, judged as that text.
 
 A judge shown "V29tZW4gYXJlIHRvbyBlbW90aW9uYWw=" sees a blob, and the model that
 wrote it, or the agent that reads it, sees a sentence. A run is decoded when:
@@ -10,6 +10,11 @@ wrote it, or the agent that reads it, sees a sentence. A run is decoded when:
   code writes them ("\\x57\\x6f...", "\\u0057\\u006f...");
 - a base64 run may be glued to a key ("token=" then the run, as in a URL's query
   or a config line): the key stays, the run after it is read;
+- a run that is not base64 text may be base32 (RFC 4648: capitals and 2..7,
+  padding allowed);
+- a run may be wrapped over lines, as e-mail and PEM wrap base64: lines of one
+  length (a multiple of 4, or of 8 for base32), then a last line no longer, are
+  read as one run;
 - its bytes are UTF-8 text of printable characters (tabs and line breaks allowed),
   at least half of its visible characters letters.
 
@@ -32,7 +37,7 @@ from guard.integrity._shape import LETTERS, shape, table
 
 __all__ = ["LONGEST", "MOST_CHARS", "Encoding", "decode_runs"]
 
-Encoding = Literal["base64", "hex"]
+Encoding = Literal["base64", "base32", "hex"]
 
 LONGEST = 8192
 MOST_CHARS = 65536
@@ -48,6 +53,12 @@ _HEX = re.compile(r"(?:0x)?((?:[0-9A-Fa-f]{2})+)")
 _STANDARD = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _URL_SAFE = re.compile(r"[A-Za-z0-9_-]+={0,2}")
 _KEYED = re.compile(r"([A-Za-z][\w.-]{0,63}=)([A-Za-z0-9+/_-]{16,}={0,2})")
+_BASE32 = re.compile(r"[A-Z2-7]{16,}={0,6}")
+# Two or more lines of the base64 alphabet, the first at least 16 long (`_wrapped` checks
+# that they are wrapped: every line but the last of one length).
+_WRAPPED = re.compile(
+    r"(?<![\w+/=-])[A-Za-z0-9+/]{16,}(?:\r?\n[A-Za-z0-9+/]{2,})+={0,6}(?![\w+/=-])"
+)
 _ESCAPED = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){8,}|(?:\\u[0-9A-Fa-f]{4}){8,}")
 
 
@@ -86,6 +97,30 @@ def _from_base64(run: str) -> str | None:
     return _readable(data)
 
 
+def _from_base32(run: str) -> str | None:
+    if not _BASE32.fullmatch(run):
+        return None
+    body = run.rstrip("=")
+    try:
+        return _readable(base64.b32decode(body + "=" * (-len(body) % 8)))
+    except binascii.Error:
+        return None
+
+
+def _unwrapped(run: str) -> tuple[str, Encoding] | None:
+    """A run wrapped over lines, read as one run if its lines are wrapped at one width."""
+    lines = run.replace("\r\n", "\n").split("\n")
+    width = len(lines[0])
+    if any(len(line) != width for line in lines[1:-1]) or len(lines[-1]) > width:
+        return None
+    joined = "".join(lines)
+    if width % 4 == 0 and (text := _from_base64(joined)) is not None:
+        return text, "base64"
+    if width % 8 == 0 and (text := _from_base32(joined)) is not None:
+        return text, "base32"
+    return None
+
+
 def _unescaped(run: str) -> str | None:
     if run[1] == "x":
         return _readable(bytes.fromhex(run.replace("\\x", "")))
@@ -97,6 +132,8 @@ def _unescaped(run: str) -> str | None:
 
 
 def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
+    if "\n" in run:
+        return _unwrapped(run)
     if run.startswith("\\"):
         text = _unescaped(run)
         return None if text is None else (text, "hex")
@@ -111,8 +148,10 @@ def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
         return None if text is None else (text, "hex")
     if re.fullmatch("(?:0x)?[0-9A-Fa-f]+", run):
         return None  # odd-length hex: a number or an id, not text
-    text = _from_base64(run)
-    return None if text is None else (text, "base64")
+    if (text := _from_base64(run)) is not None:
+        return text, "base64"
+    text = _from_base32(run)
+    return None if text is None else (text, "base32")
 
 
 def _runs(text: str) -> list[tuple[int, int, bool]]:
@@ -130,7 +169,10 @@ def _runs(text: str) -> list[tuple[int, int, bool]]:
         found += [(match.start(), match.end(), True) for match in _PAIRS.finditer(text)]
     if "\\x" in text or "\\u" in text:
         found += [(match.start(), match.end(), False) for match in _ESCAPED.finditer(text)]
-    return sorted(found)
+    if found and "\n" in text:
+        found += [(match.start(), match.end(), False) for match in _WRAPPED.finditer(text)]
+    # Of two runs from one place, the longer first: a wrapped run before its first line.
+    return sorted(found, key=lambda run: (run[0], -run[1]))
 
 
 def decode_runs(text: str) -> tuple[str, frozenset[Encoding]]:

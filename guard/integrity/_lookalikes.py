@@ -9,10 +9,13 @@ letter outside the word's script is replaced by its look-alike in that script,
 when the class has one (same case first, then ASCII, then the lowest code point).
 
 The word's script is the one that the most letters can be read in (its own letters
-and those with a look-alike in it), then the one with the most letters of its own,
-then Latin. Words wholly in one script stay as they are: Russian "женщины" and Greek
-"γυναίκες" are words, not disguises. Han, Hiragana, Katakana, Hangul and Bopomofo
-count as one script, since Japanese and Korean mix them in one word, and a word
+and those with a look-alike in it); where two tie, the script most of the text's
+letters are in ("are" spelled with a Cyrillic a and e around a Latin r reads as
+Latin "are" in English text, and as a Cyrillic word with a ghe in Russian text);
+then the one with the most letters of its own, then Latin. Words wholly in one
+script stay as they are: Russian "женщины" and Greek "γυναίκες" are words, not
+disguises. Han, Hiragana, Katakana, Hangul and Bopomofo count as one script, since
+Japanese and Korean mix them in one word, and a word
 mostly in them stays as it is ("Tシャツ").
 """
 
@@ -110,7 +113,23 @@ def _lookalike(char: str, script: str) -> str | None:
     return min(candidates, key=preference)
 
 
-def _target(letters: Counter[str]) -> str | None:
+class _Context:
+    """The script most of a text's letters are in, counted once, when a word needs it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._main: str | None = None
+
+    @property
+    def main(self) -> str:
+        if self._main is None:
+            counts = Counter({"LATIN": sum(char in LETTERS for char in self.text)})
+            counts.update(script_of(found.group()) for found in _OTHER_LETTER.finditer(self.text))
+            self._main = counts.most_common(1)[0][0]
+        return self._main
+
+
+def _target(letters: Counter[str], context: _Context) -> str | None:
     """The script of a mixed word (see the module's docstring), or None to leave it."""
     scripts: Counter[str] = Counter()
     for char, count in letters.items():
@@ -129,6 +148,9 @@ def _target(letters: Counter[str]) -> str | None:
         return (legible, scripts[script], script == "LATIN")
 
     best = max(scripts, key=readable)
+    tied = [script for script in scripts if readable(script)[0] == readable(best)[0]]
+    if len(tied) > 1 and context.main in tied:
+        best = context.main
     return None if best in _EAST_ASIAN else best
 
 
@@ -145,7 +167,9 @@ def _alike_scripts(char: str) -> frozenset[str]:
     )
 
 
-def _fold_word(match: re.Match[str]) -> str:
+def _fold_word(match: re.Match[str], context: _Context | None = None) -> str:
+    """The word `match` found, folded; `context` is the text it is in (by default, the
+    string that was searched)."""
     word = match.group()
     if word.isascii():
         return word
@@ -154,7 +178,7 @@ def _fold_word(match: re.Match[str]) -> str:
     scripts = {script_of(char) for char in word}
     if all(_alike_scripts(char).isdisjoint(scripts) for char in word):
         return word
-    script = _target(Counter(word))
+    script = _target(Counter(word), context or _Context(match.string))
     if script is None:
         return word
     return "".join(
@@ -237,8 +261,9 @@ def _fold_mixed(text: str) -> str:
     """`text` with its mixed-script words folded, found at the seams between scripts
     rather than word by word. Letters outside the BMP take the word-by-word road."""
     groups = _groups_in(text)
+    context = _Context(text)
     if groups is None:
-        return _WORD.sub(_fold_word, text)
+        return _WORD.sub(lambda word: _fold_word(word, context), text)
     # A word the fold changes has letters of two groups that have look-alikes in each
     # other; the last letter of one of them is next to a letter of another group. The seams
     # after the letters of such groups are enough to find it.
@@ -261,7 +286,7 @@ def _fold_mixed(text: str) -> str:
         word = _WORD.search(text, start)
         if word is None:  # pragma: no cover - a seam starts with a letter
             break
-        pieces += (text[done : word.start()], _fold_word(word))
+        pieces += (text[done : word.start()], _fold_word(word, context))
         done = word.end()
     return "".join([*pieces, text[done:]])
 
@@ -291,8 +316,10 @@ def _folded(text: str) -> str:
     else:
         pieces: list[str] = []
         last = 0
+        context = _Context(text)
         for start, end in _beside_ascii(text):
-            pieces += [text[last:start], _WORD.sub(_fold_word, text[start:end])]
+            stretch = text[start:end]
+            pieces += [text[last:start], _WORD.sub(lambda w: _fold_word(w, context), stretch)]
             last = end
         folded = "".join([*pieces, text[last:]])
     return text if folded == text else folded

@@ -14,9 +14,9 @@ are undone. `judged_view` applies, in this order:
    Combining marks that decorate Latin words (strikethrough, stacks of marks) removed
    (`"marks"`; `guard.integrity._marks`); accents that compose and the marks of
    scripts that need them stay.
-4. Base64 and hex runs that decode to readable text replaced by it (`"base64"`,
-   `"hex"`; `guard.integrity._encoded`), one level deep; steps 1..3 then read the
-   decoded text too.
+4. Base64, base32 and hex runs (also wrapped over lines) that decode to readable
+   text replaced by it (`"base64"`, `"base32"`, `"hex"`; `guard.integrity._encoded`),
+   one level deep; steps 1..3 then read the decoded text too.
 5. Letters spelled out one by one joined (`"spacing"`), look-alike letters folded to
    the script of their word (`"confusables"`; `guard.integrity._lookalikes`), digits
    and signs inside words read as letters (`"digits"`; `guard.integrity._spelling`).
@@ -48,7 +48,16 @@ from guard.integrity._spelling import fold_digits, join_spaced
 __all__ = ["NORMALISATIONS", "JudgedView", "Normalisation", "judged_view", "nfkc"]
 
 Normalisation = Literal[
-    "nfkc", "invisible", "bidi", "marks", "confusables", "digits", "spacing", "base64", "hex"
+    "nfkc",
+    "invisible",
+    "bidi",
+    "marks",
+    "confusables",
+    "digits",
+    "spacing",
+    "base64",
+    "base32",
+    "hex",
 ]
 NORMALISATIONS: tuple[Normalisation, ...] = get_args(Normalisation)
 

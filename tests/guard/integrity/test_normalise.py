@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import unicodedata
 
 import pytest
@@ -146,6 +147,15 @@ OTHER_SCRIPTS = [
 ]
 
 
+def test_a_word_that_reads_in_two_scripts_takes_the_texts_script():
+    """ "are" spelled with a Cyrillic a and e around a Latin r reads as Latin "are" and as
+    a Cyrillic word with a ghe alike: the text's script decides which."""
+    are = f"{CYRILLIC_A}r{CYRILLIC_E}"
+    assert judged_view(f"Immigrants {are} inferior.").text == "Immigrants are inferior."
+    russian = f"Слово {are} в русском тексте."
+    assert judged_view(russian).text == f"Слово {CYRILLIC_A}\u0433{CYRILLIC_E} в русском тексте."
+
+
 @pytest.mark.parametrize("text", OTHER_SCRIPTS)
 def test_text_in_other_scripts_is_left_as_it_is(text):
     view = judged_view(text)
@@ -220,6 +230,44 @@ def test_decoding_is_one_level_deep():
     ],
 )
 def test_runs_that_are_not_readable_text_stay_encoded(text):
+    assert judged_view(text).applied == ()
+
+
+def wrapped(encoded: str, width: int, newline: str = "\n") -> str:
+    return newline.join(encoded[at : at + width] for at in range(0, len(encoded), width))
+
+
+LONGER = "Women are too emotional to lead, and men from the north are lazy and dishonest."
+
+
+@pytest.mark.parametrize(
+    ("text", "applied"),
+    [
+        (wrapped(b64(LONGER), 76), ("base64",)),  # as e-mail wraps it
+        (wrapped(b64(LONGER), 64, "\r\n"), ("base64",)),  # as PEM does, CRLF
+        (wrapped(b64(LONGER), 20), ("base64",)),  # short lines, a short last one
+        (base64.b32encode(LONGER.encode()).decode(), ("base32",)),
+        (base64.b32encode(LONGER.encode()).decode().rstrip("="), ("base32",)),  # unpadded
+        (wrapped(base64.b32encode(LONGER.encode()).decode(), 40), ("base32",)),
+    ],
+)
+def test_wrapped_base64_and_base32_are_read(text, applied):
+    view = judged_view(f"Here it is:\n{text}\nThanks.")
+    assert view.applied == applied
+    assert view.text == f"Here it is:\n{LONGER}\nThanks."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Lines of different widths are not one wrapped run (each is tried alone).
+        "ThisIsAnIdentifierName\nAnotherIdentifierThatIsLonger\nX",
+        wrapped(base64.b64encode(hashlib.sha512(b"key").digest() * 4).decode(), 76),  # binary
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567",  # the base32 alphabet: bytes, not text
+        "JBSWY3DPEHPK3PXP",  # a TOTP secret: bytes, not text
+    ],
+)
+def test_wrapped_and_base32_runs_that_are_not_text_stay(text):
     assert judged_view(text).applied == ()
 
 
@@ -307,7 +355,7 @@ def test_digits_in_paths_identifiers_and_addresses_are_left(text):
 @settings(max_examples=300, deadline=None)
 def test_the_view_of_a_view_is_itself(text):
     once = judged_view(text).text
-    if "base64" in judged_view(text).applied or "hex" in judged_view(text).applied:
+    if {"base64", "base32", "hex"} & set(judged_view(text).applied):
         return  # decoded text may hold another encoding: one level only
     assert judged_view(once).text == once
 
@@ -358,15 +406,13 @@ MIXED = st.sampled_from(
 @settings(max_examples=1000, deadline=None)
 def test_the_view_of_a_tricky_text_is_its_own_view(text):
     view = judged_view(text)
-    if {"base64", "hex"} & set(view.applied):
+    if {"base64", "base32", "hex"} & set(view.applied):
         return  # decoded text may hold another encoding: one level only
     assert judged_view(view.text) == JudgedView(view.text, ())
 
 
 @given(
-    st.sampled_from(
-        [item[0] for item in ATTACKS if "base64" not in item[2] and "hex" not in item[2]]
-    )
+    st.sampled_from([item[0] for item in ATTACKS if not {"base64", "base32", "hex"} & set(item[2])])
 )
 def test_attacks_are_undone_in_one_pass(text):
     once = judged_view(text).text
