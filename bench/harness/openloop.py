@@ -1,15 +1,19 @@
 """Paced open-loop load on the chat endpoint: one request every 1/rate s whatever the
 answers do, each on its own task, with the gateway's backlog sampled meanwhile.
 
-(`bench.harness.loadgen` is the closed loop, from wrk.)
+`ticks` is the schedule every open loop of the bench keeps (this one, and the
+scenarios' own, whose requests differ: streams, keys, serials). (`bench.harness.loadgen`
+is the closed loop, from wrk.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import re
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +24,7 @@ import psutil
 from bench.harness.procs import ServerProcess
 from bench.harness.store import wait_settled
 
-__all__ = ["Load", "Sent", "open_loop", "post"]
+__all__ = ["Load", "Sent", "open_loop", "post", "ticks"]
 
 _SAMPLE = re.compile(r"^(bias_scoring_queue_depth|bias_scorings_in_flight) (\S+)$", re.MULTILINE)
 
@@ -41,6 +45,34 @@ class Load:
     backlog: list[tuple[float, float, float]] = field(default_factory=list)  # t, queued, running
     peak_judge_connections: int = 0
     settled_s: float | None = None
+
+
+async def ticks(
+    rate: float,
+    *,
+    count: int | None = None,
+    duration: float | None = None,
+    stop: asyncio.Event | None = None,
+) -> AsyncIterator[int]:
+    """0, 1, 2, ... each yielded at `index / rate` s after the first, whatever the caller
+    did meanwhile (an open loop: a late tick comes at once, and the next keep their time).
+
+    Ends after `count` ticks, at `duration` s, or when `stop` is set, whichever is first.
+    """
+    begin = time.perf_counter()
+    for index in itertools.count():
+        due = index / rate
+        if (count is not None and index >= count) or (duration is not None and due >= duration):
+            return
+        wait = begin + due - time.perf_counter()
+        if stop is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=max(0.0, wait))
+            if stop.is_set():
+                return
+        elif wait > 0:
+            await asyncio.sleep(wait)
+        yield index
 
 
 async def open_loop(
@@ -65,12 +97,7 @@ async def open_loop(
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         sampler = asyncio.create_task(_sample(load, gateway, judge_port))
         tasks = []
-        begin = time.perf_counter()
-        count = int(rate * duration)
-        for index in range(count):
-            delay = begin + index / rate - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
+        async for _ in ticks(rate, count=int(rate * duration)):
             sent = Sent(started=time.perf_counter())
             load.sent.append(sent)
             tasks.append(asyncio.create_task(post(session, url, body, sent)))

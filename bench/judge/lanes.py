@@ -39,7 +39,7 @@ import aiohttp
 
 from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import load_average, machine_line
-from bench.harness.openloop import Load, Sent, post
+from bench.harness.openloop import Load, Sent, post, ticks
 from bench.harness.procs import Processes, ServerProcess
 from bench.harness.report import progress
 from bench.harness.store import store_rows, wait_settled
@@ -119,11 +119,7 @@ async def paced(
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
 
     tasks = []
-    begin = time.perf_counter()
-    for index in range(int(rate * duration)):
-        delay = begin + index / rate - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
+    async for _ in ticks(rate, count=int(rate * duration)):
         sent = Sent(started=time.perf_counter())
         load.sent.append(sent)
         tasks.append(asyncio.create_task(post(session, url, body, sent, headers)))

@@ -32,7 +32,7 @@ from typing import Any
 import aiohttp
 
 from bench.harness.gateways import gateway_config, start_gateway
-from bench.harness.openloop import Load, Sent, post
+from bench.harness.openloop import Load, Sent, post, ticks
 from bench.harness.procs import Processes
 from bench.harness.report import percentile
 from bench.peers.realistic import start_realistic_fake
@@ -58,11 +58,7 @@ async def _load(url: str, rate: float, duration: float) -> Load:
     load = Load()
     tasks = []
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        begin = time.perf_counter()
-        for index in range(int(rate * duration)):
-            delay = begin + index / rate - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
+        async for index in ticks(rate, count=int(rate * duration)):
             group = GROUPS[index % len(GROUPS)]
             prompt = f"Write two sentences about {group} renting a flat. ({index})"
             body = {"model": "m", "messages": [{"role": "user", "content": prompt}]}

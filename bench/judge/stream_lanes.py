@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime
 import functools
-import itertools
 import json
 import os
 import re
@@ -41,6 +39,7 @@ import aiohttp
 from bench.fakes.paced import Pace, start_paced
 from bench.harness.gateways import gateway_config, start_gateway
 from bench.harness.machine import load_average, machine_line, source_note
+from bench.harness.openloop import ticks
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess
 from bench.harness.report import fmt, percentile, progress
@@ -152,13 +151,7 @@ async def paced(
     """An open loop: a request every 1/rate s, each its own task, until `stop`; then the lot."""
     sent: list[Sent] = []
     tasks = []
-    begin = time.perf_counter()
-    for index in itertools.count():
-        with contextlib.suppress(TimeoutError):
-            due = begin + index / rate - time.perf_counter()
-            await asyncio.wait_for(stop.wait(), timeout=max(0.0, due))
-        if stop.is_set():
-            break
+    async for index in ticks(rate, stop=stop):
         one = Sent(started=time.perf_counter())
         sent.append(one)
         serial = first_serial + index

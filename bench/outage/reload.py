@@ -35,6 +35,7 @@ import aiohttp
 from bench.fakes.paced import Pace, start_paced
 from bench.harness.client import run
 from bench.harness.gateways import gateway_config, start_gateway
+from bench.harness.openloop import ticks
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, free_port
 
@@ -122,11 +123,7 @@ async def drive(url: str, rate: float, duration: float, stream_every: int, load:
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         tasks: list[asyncio.Task[None]] = []
-        start = time.monotonic()
-        while (now := time.monotonic()) - start < duration:
-            due = start + load.sent / rate
-            if due > now:
-                await asyncio.sleep(due - now)
+        async for _ in ticks(rate, duration=duration):
             stream = load.sent % stream_every == 0
             load.sent += 1
             tasks.append(asyncio.create_task(one_request(session, url, stream, load, signalled)))

@@ -42,6 +42,7 @@ from bench.fakes.long_text import (
 )
 from bench.fakes.paced import Pace, start_paced
 from bench.harness.gateways import gateway_config, start_gateway
+from bench.harness.openloop import ticks
 from bench.harness.paths import RESULTS
 from bench.harness.procs import Processes, ServerProcess
 from bench.harness.report import fmt, percentile, progress
@@ -166,12 +167,8 @@ async def open_loop(url: str, *, rate: float, duration: float, stream: bool) -> 
                 sent.text = json.loads(received)["choices"][0]["message"]["content"] or ""
 
         tasks = []
-        begin = time.perf_counter()
-        for serial in range(1, int(rate * duration) + 1):
-            delay = begin + (serial - 1) / rate - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            sent = Sent(serial=serial, started=time.perf_counter())
+        async for index in ticks(rate, count=int(rate * duration)):
+            sent = Sent(serial=index + 1, started=time.perf_counter())
             load.sent.append(sent)
             tasks.append(asyncio.create_task(one(sent)))
         await asyncio.gather(*tasks)
