@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 
 from bench.fakes.paced import BIASED_MARK, CUT_MARK, FAIL_MARK, INJECTED
+from bench.harness.openloop import ticks
 
 __all__ = ["KEYS", "KINDS", "MISHAPS", "Kind", "Outcome", "Traffic"]
 
@@ -140,16 +141,7 @@ class Traffic:
 
     async def burst(self, until: float) -> None:
         """Send one request every 1/rate s, each on its own task, until `until` (run seconds)."""
-        begin = time.monotonic()
-        sent = 0
-        while True:
-            due = begin + sent / self.rate
-            if due - self.started >= until:
-                return
-            delay = due - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            sent += 1
+        async for _ in ticks(self.rate, duration=until - self.now()):
             outcome = self._draw()
             if len(self._in_flight) >= self.max_in_flight:
                 outcome.result, outcome.ended = "not sent", outcome.started
