@@ -52,7 +52,7 @@ _MARKERS: tuple[_Marker, ...] = (
     (
         _BRACKET_ROLES,
         re.compile(
-            r"^[ \t]*\[\[?[ \t]*(?:system|assistant|developer)[ \t]*\]\]?",
+            r"^[ \t]*\[\[?[ \t]*(?:system|assistant|developer)(?:_prompt)?[ \t]*\]\]?",
             re.IGNORECASE | re.MULTILINE,
         ),
     ),

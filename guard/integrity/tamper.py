@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from guard.integrity import _cooccur
 from guard.integrity._forgery import marker, verdict
 from guard.integrity._leads import KEY_CHARS, Leads
 from guard.integrity._mentions import blank_reported, within_quote
@@ -191,8 +192,8 @@ _OTHER_SCRIPT = re.compile("[\u0600-\u06ff\u0900-\u097f\uac00-\ud7a3]")
 def _instruction(lowered: str) -> re.Match[str] | None:
     match = _instruction_in(lowered)
     if match is not None and within_quote(lowered, match):
-        return _instruction_in(blank_reported(lowered))
-    return match
+        match = _instruction_in(blank_reported(lowered))
+    return match or _cooccur.find(lowered)
 
 
 def _opening(starts: set[str], lowered: str) -> re.Match[str] | None:
@@ -346,5 +347,7 @@ def detect(text: str) -> tuple[Tamper, ...]:
     for kind, source, check in checks:
         match = check()
         if match is not None:
-            findings.append(Tamper(kind, excerpt(source, match.start(), match.end())))
+            # A layer that read a rewritten copy quotes from that copy.
+            quoted = source if len(match.string) == len(source) else match.string
+            findings.append(Tamper(kind, excerpt(quoted, match.start(), match.end())))
     return tuple(findings)
