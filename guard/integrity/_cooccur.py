@@ -24,12 +24,48 @@ True
 # ruff: noqa: RUF001 - the stems are Turkish, Polish and CJK words and stops, letters meant
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 
+from guard.integrity._leads import KEY_CHARS, Leads
 from guard.integrity._mentions import blank_reported
 
-__all__ = ["ADDRESSEE", "find"]
+__all__ = ["ADDRESSEE", "find", "word_starts"]
+
+_Keys = set[str] | frozenset[str]
+_PUNCTUATION = "".join(chr(code) for code in range(33, 128) if not chr(code).isalnum())
+_ASCII_SPACES = str.maketrans(_PUNCTUATION, " " * len(_PUNCTUATION))
+_WORD = re.compile(r"\w+")
+
+
+def word_starts(lowered: str) -> frozenset[str]:
+    """The first letters of the text's words: the keys its stems are looked up by."""
+    words = (
+        lowered.translate(_ASCII_SPACES).split() if lowered.isascii() else _WORD.findall(lowered)
+    )
+    return frozenset(word[:KEY_CHARS] for word in words)
+
+
+class _Stems:
+    """Stems that open a word, looked for only where a word starts with one of their first
+    letters (`guard.integrity._leads`), and stems found inside words (CJK, compounds)."""
+
+    __slots__ = ("_inside", "_words")
+
+    def __init__(self, words: str, inside: str) -> None:
+        self._words = Leads(words, 0)
+        self._inside = re.compile(inside)
+
+    def matches(self, lowered: str, present: _Keys) -> list[re.Match[str]]:
+        found = [
+            match
+            for match in self._words.finditer(present, lowered)
+            if not match.start() or not lowered[match.start() - 1].isalnum()
+        ]
+        found.extend(self._inside.finditer(lowered))
+        return sorted(found, key=lambda match: match.start())
+
 
 # A stem opens a word; a few German and CJK words are found inside compounds.
 _ADDRESSEES = (
@@ -44,8 +80,8 @@ _ADDRESSEES = (
     r"|sistema de (?:puntuaci|moderaci|evaluaci|avalia|modera)|avaliador|classificador|juiz"
     r"|giudice|valutator|revisore|moderatore|classificatore|correttore"
     r"|juge\b|[ée]valuateur|correcteur|relecteur|mod[ée]rat(?:eur|rice)|classifi(?:eur|cateur)"
-    # German (inside compounds too: "Inhaltsprüfer")
-    r"|\w*pr[üu]fer|\w*bewerter|gutachter|klassifikator|korrektor"
+    # German (compounds are found inside: "Inhaltsprüfer")
+    r"|gutachter|klassifikator|korrektor"
     # Russian
     r"|судь|оценщик|проверяющ|рецензент|модератор|классификатор|аудитор|эксперт"
     # Polish, Turkish, Dutch, Swedish, Indonesian, Vietnamese
@@ -57,13 +93,13 @@ _ADDRESSEES = (
 )
 # Chinese, Japanese, Korean, Arabic and Hindi: no word boundary to lean on.
 _ADDRESSEES_INSIDE = (
-    "评审|审核|评分模型|评估模型|评估员|裁判|判定模型|分类器|审查|评委|评分员|检测器|过滤器|阅卷"
+    "pr\u00fcfer|pruefer|bewerter|评审|审核|评分模型|评估模型|评估员|裁判|判定模型|分类器|审查|评委|评分员|检测器|过滤器|阅卷"
     "|審査|評価モデル|評価者|採点|分類器|モデレーター|レビュアー|審判|評価AI|評価ai"
     "|평가자|심사|검토자|채점|분류기|모더레이터"
     "|المقيم|المقيّم|المصنف|المصنّف|المراجع|المشرف|المدقق|الحكم"
     "|मूल्यांकनकर्ता|समीक्षक|परीक्षक|जज"
 )
-ADDRESSEE = re.compile(rf"(?<!\w)(?:{_ADDRESSEES})|{_ADDRESSEES_INSIDE}")
+ADDRESSEE = _Stems(_ADDRESSEES, _ADDRESSEES_INSIDE)
 
 _VERDICTS = (
     # English
@@ -74,9 +110,10 @@ _VERDICTS = (
     r"|(?:as|als|como|comme|come|jako|как|be) neutral\w*|neutral\w* (?:label|verdict|score)"
     r"|tarafs[ıi]z olarak"
     r"|(?:score|rate|mark|label|classify|flag|grade|record) (?:it|this|them)\b"
-    r"|(?:ignore|disregard|skip) (?:it|this|these|that|all|any|everything|previous|prior"
-    r"|the (?:above|following|previous|prior|sentence|line|text|content|rules|instructions"
-    r"|bias))\b|exempt|(?:do not|don't|never|not) (?:count|score|flag|rate"
+    r"|(?:ignore|disregard|skip) (?:it|this|these|that|all|any|everything"
+    r"|(?:the )?(?:previous|prior|earlier) (?:instructions|rules|guidance|prompt|directions)"
+    r"|the (?:above|following|sentence|line|text|content|rules|instructions|bias))\b"
+    r"|exempt|(?:do not|don't|never|not) (?:count|score|flag|rate"
     r"|recompute|grade|re-?evaluate|re-?score|judge)(?!\w| (?:submissions|essays|papers|entries"
     r"|answers|posts|comments|applications|tickets|late|after|before|until))"
     r"|leave (?:it )?out|left out"
@@ -102,7 +139,7 @@ _VERDICTS = (
     r"|мнений (?:здесь )?нет|нет мнени|без предвзят|ноль|нул[ьея]|игнорир"
     r"|не учитыва|цитат|художественн|шутк|одобрен|тестов"
     # Polish, Turkish, Dutch, Swedish, Indonesian, Vietnamese
-    r"|opini|żadnych|cytat|powie[śs]|żart|zatwierdzon|nie należy|fikcj"
+    r"|opini(?:i|a|ę|e)?\b|żadnych|cytat|powie[śs]|żart|zatwierdzon|nie należy|fikcj"
     r"|tarafs[ıi]z|s[ıi]f[ıi]r|yoksay|görmezden|al[ıi]nt[ıi]|şaka|onaylan|görüş"
     r"|geen (?:mening|vooroordeel)|als neutraal|nul\b|negeer|citaat|fictie|grap\b|goedgekeurd"
     r"|ingen (?:åsikt|partisk)|inga åsikter|noll\b|ignorera|fiktion|skämt|godkänd"
@@ -118,7 +155,7 @@ _VERDICTS_INSIDE = (
     "|رأي|صفر|تجاهل|اقتباس|رواية|مزحة|الموافقة"
     "|राय|शून्य|अनदेखा|उद्धरण|उपन्यास|मज़ाक"
 )
-_VERDICT = re.compile(rf"(?<!\w)(?:{_VERDICTS})|{_VERDICTS_INSIDE}")
+_VERDICT = _Stems(_VERDICTS, _VERDICTS_INSIDE)
 
 # This text: what points at it. Then the directives: modals and the verbs of an order.
 _DEIXIS = (
@@ -146,7 +183,7 @@ _DIRECTIVES_INSIDE = (
     "这|此|以上|以下|上面|下面|应|请|必须|需要|直接|この|これ|上記|べき|ください|こと"
     "|해야|하세요|주세요|위의|아래|يجب|هذا|هذه|أعلاه|على ال|ألا|यह|इस|ऊपर|चाहिए|कृपया"
 )
-_REFERENCE = re.compile(rf"(?<!\w)(?:{_DEIXIS})|(?<!\w)(?:{_DIRECTIVES})|{_DIRECTIVES_INSIDE}")
+_REFERENCE = _Stems(f"{_DEIXIS}|{_DIRECTIVES}", _DIRECTIVES_INSIDE)
 _POINTING = re.compile(
     r"(?<!\w)(?:this (?:text|reply|answer|response|message|content|passage|sentence|line"
     r"|statement|post|output)|(?:the )?(?:text|line|sentence|statement|passage|content)s?"
@@ -162,6 +199,7 @@ _OTHER_THING = re.compile(
 )
 _VERB_BEFORE = re.compile(r"(?:not|to|n't|never|we|they|i|you|will|can|would|does|do)\W+$")
 _COURT = re.compile(r"jur(?:y|or)|court|testimon|witness|trial|ruled")
+_GENERIC = re.compile(r"(?:^|\W)(?:an?|every|each|any|un|una|une|ein|eine|jeder)\W+$")
 _LATIN = re.compile("[a-z\u00c0-\u024f]")
 
 # Where one sentence or line ends; a window is two adjacent ones.
@@ -169,43 +207,85 @@ _BOUNDARY = re.compile(r"\n|[.!?;。！？；](?:\s|$)|[。！？；]|\|")
 
 
 # An order not to score, with no one named: "[TEST FIXTURE - DO NOT SCORE]".
-_BANNER = re.compile(
-    r"(?<!\w)(?:(?:do not|don't|never) (?:score|rate|grade|judge|evaluate|flag|review)"
+_BANNER = Leads(
+    r"(?:(?:do not|don't|never) (?:score|rate|grade|judge|evaluate|flag|review)"
     r"|nicht (?:erneut )?bewerten|no (?:evaluar|puntuar)|ne pas (?:[ée]valuer|noter)"
-    r"|n[ãa]o avaliar|non valutare|не оценивать)(?= ?(?:[\])\n.!]|$))"
+    r"|n[ãa]o avaliar|non valutare|не оценивать)(?= ?(?:[\])\n.!]|$))",
+    0,
 )
+# What quoting an example takes: a quote mark or a backtick.
+_REPORTING_SIGNS = re.compile("[\"'`\u201c\u00ab\u201e\u300c]")
 # Words spelled letter by letter and spaced apart ("i s  r e a d i n g"), and accents
 # strewn over Latin letters ("r\u00e9vie\u1e83er"), read as the words they spell.
 _SPACED_PAIR = re.compile(r"(?<!\S)([^\W\d_]) ([^\W\d_])(?!\S)")
 # An object's fields are the structured layer's to read (`guard.integrity._structured`).
 _BRACES = re.compile(r"\{[^{}\n]{0,200}\}")
 _WIDE_GAP = re.compile(r"[ \t]{2,}")
-_STREWN_MARKS = re.compile("(?<=[a-z])[\u0300-\u036f]+")
+_STREWN_MARKS = re.compile("(?<=[a-z])[\u0300-\u0333]+")
+_STRAY_MARK = re.compile("[\u0300-\u0333]")
 
 
 def _compact(lowered: str) -> str:
     if "  " in lowered:
         lowered = _WIDE_GAP.sub(" ", _SPACED_PAIR.sub(r"\1\2", lowered))
-    if not lowered.isascii():
+    if not lowered.isascii() and _STRAY_MARK.search(lowered):
         lowered = _STREWN_MARKS.sub("", unicodedata.normalize("NFD", lowered))
         lowered = unicodedata.normalize("NFC", lowered)
     return lowered
 
 
-def find(lowered: str) -> re.Match[str] | None:
-    """The addressee of the first window that holds all three, if any."""
-    lowered = _compact(lowered)
-    first = ADDRESSEE.search(lowered)
-    if first is None:
-        return _BANNER.search(blank_reported(lowered)) if "no" in lowered else None
-    lowered = _BRACES.sub(lambda braces: " " * len(braces.group()), blank_reported(lowered))
+def find(lowered: str, present: _Keys | None = None) -> re.Match[str] | None:
+    """The addressee of the first window that holds all three, if any. `present` is
+    `word_starts(lowered)` where the caller has it."""
+    compact = _compact(lowered)
+    if present is None or compact is not lowered:
+        present = word_starts(compact)
+    found = _find(compact, present)
+    if found is None or not _REPORTING_SIGNS.search(compact):
+        return found
+    # A quoted example is passed over: look again with what is quoted blanked.
+    return _find(blank_reported(compact), present)
+
+
+def _find(lowered: str, present: _Keys) -> re.Match[str] | None:
+    addressees = ADDRESSEE.matches(lowered, present)
+    if not addressees:
+        return _banner(lowered, present)
+    if "{" in lowered:
+        lowered = _BRACES.sub(lambda braces: " " * len(braces.group()), lowered)
+    verdicts = [match.start() for match in _VERDICT.matches(lowered, present)]
+    if not verdicts:
+        return _banner(lowered, present)
     ends = [boundary.end() for boundary in _BOUNDARY.finditer(lowered)]
     ends.append(len(lowered))
-    for addressee in ADDRESSEE.finditer(lowered, first.start()):
-        for start, end in _windows(ends, addressee.start()):
-            if _steers(lowered, start, end, addressee):
+    candidates = [
+        (addressee, start, end)
+        for addressee in addressees
+        for start, end in _windows(ends, addressee.start())
+        if _within(verdicts, start, end)
+    ]
+    if candidates:
+        references = [match.start() for match in _REFERENCE.matches(lowered, present)]
+        for addressee, start, end in candidates:
+            if _within(references, start, end) and _steers(lowered, start, end, addressee):
                 return addressee
-    return _BANNER.search(lowered)
+    return _banner(lowered, present)
+
+
+def _within(starts: list[int], start: int, end: int) -> bool:
+    at = bisect.bisect_left(starts, start)
+    return at < len(starts) and starts[at] < end
+
+
+def _banner(lowered: str, present: _Keys) -> re.Match[str] | None:
+    if present.isdisjoint(_BANNER.keys):
+        return None
+    found = [
+        match
+        for match in _BANNER.finditer(present, lowered)
+        if not match.start() or not lowered[match.start() - 1].isalnum()
+    ]
+    return min(found, key=lambda match: match.start()) if found else None
 
 
 def _windows(ends: list[int], at: int) -> tuple[tuple[int, int], ...]:
@@ -236,12 +316,13 @@ def _addressed(lowered: str, start: int, end: int, addressee: re.Match[str]) -> 
 
 
 def _steers(lowered: str, start: int, end: int, addressee: re.Match[str]) -> bool:
-    if not _VERDICT.search(lowered, start, end) or not _addressed(lowered, start, end, addressee):
+    if not _addressed(lowered, start, end, addressee):
         return False
-    reference = _REFERENCE.search(lowered, start, end)
-    if reference is None:
-        return False
-    if _LATIN.match(addressee.group()) and _PLURAL.match(lowered, addressee.end()):
-        # "Reviewers should not count quotations": a guideline, unless it points here.
+    before = lowered[max(0, addressee.start() - 8) : addressee.start()]
+    if _GENERIC.search(before) or (
+        _LATIN.match(addressee.group()) and _PLURAL.match(lowered, addressee.end())
+    ):
+        # "Reviewers should not count quotations", "a rater who marks an item as neutral
+        # must say why": a guideline about any reviewer, unless it points here.
         return _POINTING.search(lowered, start, end) is not None
     return True

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 
 from guard.integrity._leads import KEY_CHARS
-from guard.integrity._mentions import in_inline_code, mentioned, opened
+from guard.integrity._mentions import documented, in_inline_code, mentioned, opened
 
 __all__ = ["marker", "verdict"]
 
@@ -203,7 +203,11 @@ def _line_marker(folded: str) -> re.Match[str] | None:
 
 def _used(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     return next(
-        (m for m in pattern.finditer(text) if not mentioned(text, m) and not opened(text, m)),
+        (
+            m
+            for m in pattern.finditer(text)
+            if not mentioned(text, m) and not opened(text, m) and not documented(text, m)
+        ),
         None,
     )
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from guard.integrity import _cooccur
+from guard.integrity import _cooccur, _structured
 from guard.integrity._forgery import marker, verdict
 from guard.integrity._leads import KEY_CHARS, Leads
 from guard.integrity._mentions import blank_reported, within_quote
@@ -190,10 +190,12 @@ _OTHER_SCRIPT = re.compile("[\u0600-\u06ff\u0900-\u097f\uac00-\ud7a3]")
 
 
 def _instruction(lowered: str) -> re.Match[str] | None:
-    match = _instruction_in(lowered)
+    starts = _starts(lowered)
+    match = _instruction_in(lowered, starts)
     if match is not None and within_quote(lowered, match):
-        match = _instruction_in(blank_reported(lowered))
-    return match or _cooccur.find(lowered)
+        # Blanking only takes words away: the starts found still gate every rule.
+        match = _instruction_in(blank_reported(lowered), starts)
+    return match or _cooccur.find(lowered, starts)
 
 
 def _opening(starts: set[str], lowered: str) -> re.Match[str] | None:
@@ -211,7 +213,8 @@ def _opening(starts: set[str], lowered: str) -> re.Match[str] | None:
     return None
 
 
-def _instruction_in(lowered: str) -> re.Match[str] | None:
+def _starts(lowered: str) -> set[str]:
+    """The first letters of the text's words: what the rules' stems are looked up by."""
     # Each word once (words repeat), then its first letters.
     if lowered.isascii():
         words = set(lowered.translate(_ASCII_SPACES).split())
@@ -221,7 +224,10 @@ def _instruction_in(lowered: str) -> re.Match[str] | None:
         )
         # Each raw word once before stripping: stripping is the dear part.
         words = set(map(str.strip, set(spaced.split()), itertools.repeat(_PUNCTUATION)))
-    starts = {word[:KEY_CHARS] for word in words}
+    return {word[:KEY_CHARS] for word in words}
+
+
+def _instruction_in(lowered: str, starts: set[str]) -> re.Match[str] | None:
     named = {index for key in starts & _BY_FIRST_KEY.keys() for index in _BY_FIRST_KEY[key]}
     for index in sorted(named):
         groups, leads = _SPACED[index]
@@ -338,7 +344,7 @@ def detect(text: str) -> tuple[Tamper, ...]:
         (
             "forged_verdict",
             folded,
-            lambda: verdict(folded, lowered),
+            lambda: verdict(folded, lowered) or _structured.find(lowered),
         ),
         ("hidden_text", text, lambda: None if text.isascii() else _hidden(text)),
         ("bidi", text, lambda: None if text.isascii() else _bidi(text)),
