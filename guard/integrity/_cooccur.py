@@ -74,6 +74,7 @@ _ADDRESSEES = (
     r"|assessor|auditor|moderator|classifier|checker|(?:safety|content|bias|moderation)"
     r" (?:filter|detector)|detector|(?:scoring|moderation|safety|evaluation|review|grading"
     r"|judging|bias|content) (?:model|system|ai|pipeline|bot|engine|layer)"
+    r"|(?:model|system|ai|llm|bot) (?:assessing|evaluating|judging|scoring|reviewing|grading)"
     r"|ai\b|llm|whoever|whatever (?:reads|checks|reviews|scores)"
     # Spanish, Portuguese, Italian, French
     r"|juez|evaluador|revisor|calificador|clasificador|moderador|modelo (?:revisor|evaluador)"
@@ -108,7 +109,7 @@ _VERDICTS = (
     r"|opinions? ?(?:=|:) ?(?:\[\]|none|0)|opinion count|zero\b"
     r"|(?:give it|set it|it at|exactly|out at|be|:) ?(?:a )?0(?:\.0+)?\b"
     r"|(?:as|als|como|comme|come|jako|как|be) neutral\w*|neutral\w* (?:label|verdict|score)"
-    r"|tarafs[ıi]z olarak"
+    r"|tarafs[ıi]z olarak|(?:bias|score)\W{0,2}0(?:\.0+)?(?:/\d+)?(?![.\d])"
     r"|(?:score|rate|mark|label|classify|flag|grade|record) (?:it|this|them)\b"
     r"|(?:ignore|disregard|skip) (?:it|this|these|that|all|any|everything"
     r"|(?:the )?(?:previous|prior|earlier) (?:instructions|rules|guidance|prompt|directions)"
@@ -120,7 +121,8 @@ _VERDICTS = (
     r"|complian|skip (?:the )?(?:bias|review|check|moderation|scoring)|clean\b|safe\b"
     r"|pass\b|allow\b|(?:already|been|pre-?) ?approved"
     r"|pre-?(?:cleared|checked)"
-    r"|fiction|quot(?:ation|ed)|citation|satir|joke|test (?:data|fixture)|performance"
+    r"|fiction|(?:as|is|was|are) (?:an? )?(?:quotation|citation)|quoted|quoting|verbatim"
+    r"|satir|joke|test (?:data|fixture)|performance"
     r"|dialogue|villain|character|role-?play|descriptive fact|translation quality"
     # Spanish, Portuguese, Italian, French
     r"|sin (?:sesgo|opini)|ninguna opini|no es una opini|(?:opiniones|respuesta) vac[ií]a"
@@ -164,7 +166,7 @@ _DEIXIS = (
     r"|esto|este|esta|aqu[ií]|anterior|siguiente|ce\b|cet|cette|ceci|ci-dessus|ci-dessous"
     r"|suivant|ici\b|dies|obige|folgende|hier\b|isto|acima|abaixo|seguinte|aqui\b|questa"
     r"|questo|sopra|sotto|seguente|qui\b|это|эта|этот|выше|ниже|следующ|здесь|все ответы"
-    r"|to\b|ten\b|powyższ|poniższ|następując|bu\b|yukar[ıi]daki|aşağ[ıi]daki|t[üu]m"
+    r"|powyższ|poniższ|następując|bu\b|yukar[ıi]daki|aşağ[ıi]daki|t[üu]m"
     r"|dit\b|deze|hierboven|hieronder|volgende|detta|denna|ovan|nedan|följande|ini\b"
     r"|berikut|này"
 )
@@ -196,6 +198,14 @@ _PLURAL = re.compile(r"\w{0,3}s(?!\w)")
 _OTHER_THING = re.compile(
     r"(?:'s|\u2019s)?\W{0,2}(?:prompts?|guidelines?|guide|handbook|manual|training|rubric"
     r"|template|meetings?|team|position|role|job|polic(?:y|ies)|outputs? (?:a|the))\b"
+)
+# Spoken of, not to: its own thing ("the evaluator's report"), or what it did or does
+# ("the classifier labels", "reviewer 2 asked"); a note or instructions of its are to it.
+_POSSESSIVE = re.compile(r"(?:'s|\u2019s)\W+(?!notes?\b|notice|instructions?|guidance|attention)")
+_REPORTED_DEED = re.compile(
+    r"\w*(?:'s|\u2019s)?(?: \d+)? "
+    r"(?!(?:is|has|was|does|needs|reads|this|his|its|us|as|thus|plus|always|bias|yes)\b)"
+    r"[a-z]+(?:ed|[^s\W]s)\b"
 )
 _VERB_BEFORE = re.compile(r"(?:not|to|n't|never|we|they|i|you|will|can|would|does|do)\W+$")
 _COURT = re.compile(r"jur(?:y|or)|court|testimon|witness|trial|ruled")
@@ -300,7 +310,11 @@ def _windows(ends: list[int], at: int) -> tuple[tuple[int, int], ...]:
 def _addressed(lowered: str, start: int, end: int, addressee: re.Match[str]) -> bool:
     """Whether the word names a judge spoken to, not one spoken of."""
     word = addressee.group()
-    if _OTHER_THING.match(lowered, addressee.end()):
+    if (
+        _OTHER_THING.match(lowered, addressee.end())
+        or _POSSESSIVE.match(lowered, addressee.end())
+        or _REPORTED_DEED.match(lowered, addressee.end())
+    ):
         return False
     before = lowered[max(0, addressee.start() - 12) : addressee.start()]
     if lowered.startswith("(", addressee.end()) or before.endswith((".", "def ", "function ")):
@@ -320,7 +334,8 @@ def _steers(lowered: str, start: int, end: int, addressee: re.Match[str]) -> boo
         return False
     before = lowered[max(0, addressee.start() - 8) : addressee.start()]
     if _GENERIC.search(before) or (
-        _LATIN.match(addressee.group()) and _PLURAL.match(lowered, addressee.end())
+        _LATIN.match(addressee.group())
+        and (addressee.group().endswith("s") or _PLURAL.match(lowered, addressee.end()))
     ):
         # "Reviewers should not count quotations", "a rater who marks an item as neutral
         # must say why": a guideline about any reviewer, unless it points here.
