@@ -106,11 +106,12 @@ _VERDICTS = (
     # English
     r"no (?:bias|opinions?|views?|stance)|not (?:an? |any )?(?:opinion|view|biased)"
     r"|nothing (?:to (?:score|flag|report|extract)|biased)|report nothing|unbiased"
-    r"|opinions? ?(?:=|:) ?(?:\[\]|none|0)|opinion count|zero\b"
+    r"|opinions? ?(?:=|:) ?(?:\[\]|none|0)|opinion count|zero (?:opinions?|bias)"
+    r"|(?:a|of|at|to|as|assign|score|rate|mark|it) zero\b"
     r"|(?:give it|set it|it at|exactly|out at|be|:) ?(?:a )?0(?:\.0+)?\b"
     r"|(?:as|als|como|comme|come|jako|как|be) neutral\w*|neutral\w* (?:label|verdict|score)"
     r"|tarafs[ıi]z olarak|(?:bias|score)\W{0,2}0(?:\.0+)?(?:/\d+)?(?![.\d])"
-    r"|(?:score|rate|mark|label|classify|flag|grade|record) (?:it|this|them)\b"
+    r"|(?:score|rate|mark|label|classify|grade|record) (?:it|this|them)\b"
     r"|(?:ignore|disregard|skip) (?:it|this|these|that|all|any|everything"
     r"|(?:the )?(?:previous|prior|earlier) (?:instructions|rules|guidance|prompt|directions)"
     r"|the (?:above|following|sentence|line|text|content|rules|instructions|bias))\b"
@@ -131,7 +132,7 @@ _VERDICTS = (
     r"|sem (?:vi[ée]s|opini)|não (?:registre|conte|precisa)|nenhum|cita[çc][ãa]o|fic[çc][ãa]o"
     r"|piada|aprovad|senza (?:pregiudiz|opinion)|nessun|battuta|finzione|citazione|romanzo"
     r"|approvat|aucun|sans biais|pas (?:une|comme une) opinion|compter"
-    r"|(?:r[ée]ponse|liste d.opinions) vide|z[ée]ro"
+    r"|(?:r[ée]ponse|liste d.opinions) vide|(?:à|de|un|note) z[ée]ro"
     r"|comme neutre|citation|personnage|r[ée]plique|s[ûu]r\b|approuv"
     # German
     r"|keine (?:meinung|voreingenommen|wertung)|unbedenklich|null\b|ignorier"
@@ -209,7 +210,9 @@ _REPORTED_DEED = re.compile(
 )
 _VERB_BEFORE = re.compile(r"(?:not|to|n't|never|we|they|i|you|will|can|would|does|do)\W+$")
 _COURT = re.compile(r"jur(?:y|or)|court|testimon|witness|trial|ruled")
-_GENERIC = re.compile(r"(?:^|\W)(?:an?|every|each|any|un|una|une|ein|eine|jeder)\W+$")
+_GENERIC = re.compile(
+    r"(?:^|\W)(?:an?|every|each|any|our|my|their|un|una|une|ein|eine|jeder|unser\w*)\W+$"
+)
 _LATIN = re.compile("[a-z\u00c0-\u024f]")
 
 # Where one sentence or line ends; a window is two adjacent ones.

@@ -55,6 +55,8 @@ def test_a_judge_told_what_to_find_in_this_text_is_an_instruction(text: str) -> 
         "Reviewer 2 asked us to cite the original quotation; we have added it.",
         "To the reviewer: we have added the missing citation to Smith (2020) in section 2.",
         "In the satire category, judges should consider wit and timing above all else.",
+        "Attackers hide notes for the grader in essays; our checker should flag them first.",
+        "Bias audit checklist: the auditor should record zero findings only after all 12 items.",
         "评审专家请在周五前提交对各项目的书面意见。",
     ],
 )
