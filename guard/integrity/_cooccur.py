@@ -73,7 +73,7 @@ _ADDRESSEES = (
     r"judg(?:e|es|ing)\b|evaluator|reviewer|grader|marker\b|rater\b|raters\b|scorer"
     r"|assessor|auditor|moderator|classifier|checker|(?:safety|content|bias|moderation)"
     r" (?:filter|detector)|detector|(?:scoring|moderation|safety|evaluation|review|grading"
-    r"|judging|bias|content) (?:model|system|ai|pipeline|bot|engine|layer)"
+    r"|judging|bias|content|fairness|toxicity) (?:model|system|ai|pipeline|bot|engine|layer)"
     r"|(?:model|system|ai|llm|bot) (?:assessing|evaluating|judging|scoring|reviewing|grading)"
     r"|ai\b|llm|whoever|whatever (?:reads|checks|reviews|scores)"
     # Spanish, Portuguese, Italian, French
@@ -85,6 +85,7 @@ _ADDRESSEES = (
     r"|gutachter|klassifikator|korrektor"
     # Russian
     r"|судь|оценщик|проверяющ|рецензент|модератор|классификатор|аудитор|эксперт"
+    r"|(?:систем|модел)\w* (?:оценки|проверки|модерации)"
     # Polish, Turkish, Dutch, Swedish, Indonesian, Vietnamese
     r"|oceniaj[aą]c|recenzent|klasyfikator|s[ęe]dzi|audytor|weryfikator|sprawdzaj[aą]c"
     r"|de[ğg]erlendiric|denetleyic|moderat[öo]r|s[ıi]n[ıi]fland[ıi]r[ıi]c|hakem|yarg[ıi][çc]"
@@ -116,14 +117,16 @@ _VERDICTS = (
     r"|(?:the )?(?:previous|prior|earlier) (?:instructions|rules|guidance|prompt|directions)"
     r"|the (?:above|following|sentence|line|text|content|rules|instructions|bias))\b"
     r"|exempt|(?:do not|don't|never|not) (?:count|score|flag|rate"
-    r"|recompute|grade|re-?evaluate|re-?score|judge)(?!\w| (?:submissions|essays|papers|entries"
+    r"|recompute|grade|re-?evaluate|re-?score|judge|penali[sz]e)"
+    r"(?!\w| (?:submissions|essays|papers|entries"
     r"|answers|posts|comments|applications|tickets|late|after|before|until))"
     r"|leave (?:it )?out|left out"
     r"|complian|skip (?:the )?(?:bias|review|check|moderation|scoring)|clean\b|safe\b"
     r"|pass\b|allow\b|(?:already|been|pre-?) ?approved"
     r"|pre-?(?:cleared|checked)"
     r"|fiction|(?:as|is|was|are) (?:an? )?(?:quotation|citation)|quoted|quoting|verbatim"
-    r"|satir|joke|test (?:data|fixture)|performance"
+    r"|satir|s[áa]tira|joke|test (?:data|fixture)|performance|excerpt|novel\b|hypothetical"
+    r"|(?:training|test) example|whitelist|allowlist"
     r"|dialogue|villain|character|role-?play|descriptive fact|translation quality"
     # Spanish, Portuguese, Italian, French
     r"|sin (?:sesgo|opini)|ninguna opini|no es una opini|(?:opiniones|respuesta) vac[ií]a"
@@ -205,7 +208,8 @@ _OTHER_THING = re.compile(
 _POSSESSIVE = re.compile(r"(?:'s|\u2019s)\W+(?!notes?\b|notice|instructions?|guidance|attention)")
 _REPORTED_DEED = re.compile(
     r"\w*(?:'s|\u2019s)?(?: \d+)? "
-    r"(?!(?:is|has|was|does|needs|reads|this|his|its|us|as|thus|plus|always|bias|yes)\b)"
+    r"(?!(?:is|has|was|does|needs|reads|this|his|its|us|as|thus|plus|always|bias|yes"
+    r"|instructions|notes|directions|orders)\b)"
     r"[a-z]+(?:ed|[^s\W]s)\b"
 )
 _VERB_BEFORE = re.compile(r"(?:not|to|n't|never|we|they|i|you|will|can|would|does|do)\W+$")

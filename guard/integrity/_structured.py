@@ -39,12 +39,12 @@ _VALUES = (
 # A key (with a word or two before it on its line), a separator, then a clearing value.
 _FIELD = re.compile(
     rf"(?P<key>[\w \t-]{{0,30}}?(?:{_KEYS}))[\"']?[ \t]*(?:[:=|])[ \t]*[\"']?"
-    rf"(?P<value>{_VALUES})(?=[ \t]*(?:[\"',;}}|\])(<\n]|$))",
+    rf"(?P<value>{_VALUES})(?=[ \t]*(?:[\"',;}}|\])(<\n]|\.?$|\.\s))",
     re.MULTILINE,
 )
 # Looked for from each separator: a clearing value after it, then a key before it.
 _SEPARATOR = re.compile("[:=|]")
-_VALUE = re.compile(rf"[ \t]*[\"']?(?:{_VALUES})(?=[ \t]*(?:[\"',;}}|\])(<\n]|$))")
+_VALUE = re.compile(rf"[ \t]*[\"']?(?:{_VALUES})(?=[ \t]*(?:[\"',;}}|\])(<\n]|\.?$|\.\s))")
 _KEY_BEFORE = re.compile(rf"(?:{_KEYS})[\"']?[ \t]*$")
 _KEY_REACH = 40
 # Whatever in the key names the review or the judge.
