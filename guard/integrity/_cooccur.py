@@ -125,7 +125,8 @@ _VERDICTS = (
     r"|pass\b|allow\b|(?:already|been|pre-?) ?approved"
     r"|pre-?(?:cleared|checked)"
     r"|fiction|(?:as|is|was|are) (?:an? )?(?:quotation|citation)|quoted|quoting|verbatim"
-    r"|satir|s[áa]tira|joke|test (?:data|fixture)|performance|excerpt|novel\b|hypothetical"
+    r"|satir|s[áa]tira|joke|test (?:data|fixture)|performance|(?:is|as|an) excerpt"
+    r"|(?:from|in) (?:a|my|the|his|her) novel|(?:is|as|are|be) (?:purely )?hypothetical"
     r"|(?:training|test) example|whitelist|allowlist"
     r"|dialogue|villain|character|role-?play|descriptive fact|translation quality"
     # Spanish, Portuguese, Italian, French
