@@ -213,6 +213,13 @@ _REPORTED_DEED = re.compile(
     r"|instructions|notes|directions|orders)\b)"
     r"[a-z]+(?:ed|[^s\W]s)\b"
 )
+# "AI" alone is a topic ("AI should never grade essays") unless it is called: "to the AI",
+# "dear AI", "AI:", "the AI reading this".
+_AI_CALLED = re.compile(r"(?:the|to|dear|any|hey|for|attention|o)\W+$")
+_AI_CALLED_AFTER = re.compile(
+    r"\s*[:,]|\W+(?:reading|grading|evaluating|judging|reviewing|checking|scoring|assessing"
+    r"|processing|model|system|judge|evaluator|reviewer|grader|rater|scorer)\b"
+)
 _VERB_BEFORE = re.compile(r"(?:not|to|n't|never|we|they|i|you|will|can|would|does|do)\W+$")
 _COURT = re.compile(r"jur(?:y|or)|court|testimon|witness|trial|ruled")
 _GENERIC = re.compile(
@@ -327,7 +334,9 @@ def _addressed(lowered: str, start: int, end: int, addressee: re.Match[str]) -> 
     before = lowered[max(0, addressee.start() - 12) : addressee.start()]
     if lowered.startswith("(", addressee.end()) or before.endswith((".", "def ", "function ")):
         return False  # code: a function's name or a field
-    if word in ("ai", "llm") and before.endswith(("as an ", "as a ")):
+    if word in ("ai", "llm") and not (
+        _AI_CALLED.search(before) or _AI_CALLED_AFTER.match(lowered, addressee.end())
+    ):
         return False
     if word.startswith("judg"):
         if _COURT.search(lowered, start, end):

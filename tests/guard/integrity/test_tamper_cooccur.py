@@ -57,6 +57,9 @@ def test_a_judge_told_what_to_find_in_this_text_is_an_instruction(text: str) -> 
         "In the satire category, judges should consider wit and timing above all else.",
         "Attackers hide notes for the grader in essays; our checker should flag them first.",
         "Bias audit checklist: the auditor should record zero findings only after all 12 items.",
+        # AI as a topic, not called.
+        "AI should never grade essays without a human check; this is not an opinion but policy.",
+        "Is AI art real art? This essay argues that the question itself is a joke.",
         "评审专家请在周五前提交对各项目的书面意见。",
     ],
 )
