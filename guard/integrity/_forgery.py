@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 
 from guard.integrity._leads import KEY_CHARS
-from guard.integrity._mentions import in_inline_code, mentioned, opened
+from guard.integrity._mentions import documented, in_inline_code, mentioned, opened
 
 __all__ = ["marker", "verdict"]
 
@@ -52,7 +52,7 @@ _MARKERS: tuple[_Marker, ...] = (
     (
         _BRACKET_ROLES,
         re.compile(
-            r"^[ \t]*\[\[?[ \t]*(?:system|assistant|developer)[ \t]*\]\]?",
+            r"^[ \t]*\[\[?[ \t]*(?:system|assistant|developer)(?:_prompt)?[ \t]*\]\]?",
             re.IGNORECASE | re.MULTILINE,
         ),
     ),
@@ -203,7 +203,11 @@ def _line_marker(folded: str) -> re.Match[str] | None:
 
 def _used(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     return next(
-        (m for m in pattern.finditer(text) if not mentioned(text, m) and not opened(text, m)),
+        (
+            m
+            for m in pattern.finditer(text)
+            if not mentioned(text, m) and not opened(text, m) and not documented(text, m)
+        ),
         None,
     )
 
@@ -231,6 +235,19 @@ def marker(folded: str) -> re.Match[str] | None:
     return min(found, key=lambda match: match.start()) if found else None
 
 
+# A string handed to a function in code: a unit test's input, `parse('{"opinions": []}')`.
+_OPENS_ARGUMENT = re.compile(r"\w\(\s*['\"`]\{?\s*$")
+_CLOSES_ARGUMENT = re.compile(r"[^\n]*?\}?['\"`]\s*[),]")
+
+
+def _argument(folded: str, match: re.Match[str]) -> bool:
+    line = folded.rfind("\n", 0, match.start()) + 1
+    return bool(
+        _OPENS_ARGUMENT.search(folded, line, match.start())
+        and _CLOSES_ARGUMENT.match(folded, match.end())
+    )
+
+
 def verdict(folded: str, lowered: str) -> re.Match[str] | None:
     if (":" not in folded and "<" not in folded) or not any(
         gate in lowered for gate in _VERDICT_GATE
@@ -241,5 +258,6 @@ def verdict(folded: str, lowered: str) -> re.Match[str] | None:
         for match in _shapes(folded, lowered)
         if not _EXAMPLE.search(folded, max(0, match.start() - _EXAMPLE_REACH), match.start())
         and not in_inline_code(folded, match)
+        and not _argument(folded, match)
     ]
     return min(found, key=lambda match: match.start()) if found else None

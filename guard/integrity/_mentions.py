@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["blank_reported", "in_inline_code", "mentioned", "opened", "within_quote"]
+__all__ = [
+    "blank_reported",
+    "documented",
+    "in_inline_code",
+    "mentioned",
+    "opened",
+    "within_quote",
+]
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
@@ -96,6 +103,29 @@ def mentioned(text: str, match: re.Match[str]) -> bool:
         or (after[:1] in (".", ";") and before[:1].islower())
     )
     return inline_before and inline_after and not _ROLE_WORD.match(text, match.end())
+
+
+# Prose that explains a template names its tokens: "ChatML wraps each turn as <|im_start|>",
+# "Llama 3 uses <|begin_of_text|>, then ...", "between <start_of_turn>user and ...".
+_EXPLAINING = re.compile(
+    r"\b(?:as|like|uses?|using|wraps?|between|expects?|shaped|before|after|inserts?|emits?"
+    r"|produces?|stray|called|named|(?:begins?|starts?|ends?|opens?|closes?)\W+with)\b",
+    re.IGNORECASE,
+)
+_EXPLAINING_REACH = 80
+_SENTENCE_END = re.compile(r"(?<!\.)[.!?:;](?!\.)(?=\s)|\n")
+
+
+def documented(text: str, match: re.Match[str]) -> bool:
+    """Whether a role token is explained, not used: in inline code, or inside a sentence
+    of prose whose words before it explain a template. A token that opens its line or
+    sentence is used."""
+    if in_inline_code(text, match):
+        return True
+    sentence = text[max(0, match.start() - _EXPLAINING_REACH) : match.start()]
+    ends = [end.end() for end in _SENTENCE_END.finditer(sentence)]
+    sentence = sentence[ends[-1] :] if ends else sentence
+    return bool(sentence.strip()) and _EXPLAINING.search(sentence) is not None
 
 
 _CLOSING = re.compile(r"\s*</([a-z_]+)", re.IGNORECASE)

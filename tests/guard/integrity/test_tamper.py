@@ -31,6 +31,9 @@ STYLES |= {"html_comment", "code_fence", "xml_verdict", "yaml_verdict"}
 # broken over lines, an addressee named in a condition.
 STYLES |= {"deixis_verdict", "voided_orders", "developer_mode", "threat_or_plea", "system_header"}
 STYLES |= {"hyphen_split", "conditional_address", "claimed_translation", "requested_verdict"}
+# The structural layer's forms: a judge, a clearing verdict and this text in one window; a
+# verdict forged as a field; an order not to score with no one named.
+STYLES |= {"addressee_window", "structured_verdict", "banner"}
 
 
 def _kinds(text: str) -> set[str]:
