@@ -231,7 +231,7 @@ def test_a_failing_new_judge_is_reported_as_unchecked_not_as_a_drop(
     first.server.stop()
 
     _disagree(fake_openai)
-    fake_openai.fail(*(Fault(step=step, status=500) for step in ("preprocess",) * 200))
+    fake_openai.fail(*(Fault(step="preprocess", status=500) for _ in range(200)))
     with capture_logs() as logs:
         second = make_gateway(**config, judge={"model": "judge-2"})
         with second.http(ADMIN) as http:
