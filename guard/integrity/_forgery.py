@@ -35,7 +35,9 @@ _MARKERS: tuple[_Marker, ...] = (
         re.compile(
             r"<\|\s*(?:im_start|im_end|im_sep|system|user|assistant|begin_of_text|end_of_text"
             r"|eot_id|eom_id|start_header_id|end_header_id|endoftext|endofprompt|python_tag)"
-            r"\s*\|>|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>",
+            r"\s*\|>|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>"
+            # Any other template's special token: "<|END_OF_TURN_TOKEN|>", "<|turn_start|>".
+            r"|<\|[a-z][a-z0-9]*(?:_[a-z0-9]+)+\|>|<\|(?:system|user|assistant|end|turn)\|>",
             re.IGNORECASE,
         ),
     ),
@@ -52,7 +54,8 @@ _MARKERS: tuple[_Marker, ...] = (
     (
         _BRACKET_ROLES,
         re.compile(
-            r"^[ \t]*\[\[?[ \t]*(?:system|assistant|developer)(?:_prompt)?[ \t]*\]\]?",
+            r"^[ \t]*\[\[?[ \t]*(?:system|assistant|developer)(?:_prompt)?[ \t]*\]\]?"
+            r"(?![ \t]*\d{1,4}[:\-/.]\d)",  # a log's line: "[SYSTEM] 03:14:07 done"
             re.IGNORECASE | re.MULTILINE,
         ),
     ),

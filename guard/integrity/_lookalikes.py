@@ -32,7 +32,7 @@ from confusable_homoglyphs import confusables
 from guard.integrity._scripts import NEUTRAL, mark_ranges, script_of, script_ranges
 from guard.integrity._shape import LETTERS, shape, table
 
-__all__ = ["fold"]
+__all__ = ["fold", "fold_capitals"]
 
 # A word: letters, and the combining marks on them (which NFKC could not compose).
 _WORD = re.compile(f"[^\\W\\d_](?:[^\\W\\d_]|[{mark_ranges()}])*")
@@ -323,3 +323,45 @@ def _folded(text: str) -> str:
             last = end
         folded = "".join([*pieces, text[last:]])
     return text if folded == text else folded
+
+
+# A capitalised word wholly in Greek or Cyrillic whose every letter has a Latin look-alike
+# ("NOTE" in Greek capitals): in Latin text it is a disguise, not a word.
+_GREEK_CYRILLIC_CAPITALS = "".join(
+    char for char in map(chr, range(0x370, 0x500)) if char.isupper() and char.isalpha()
+)
+# Two such capitals side by side: a Russian or Greek text in lower case has none.
+_CAPITALS = re.compile(f"[{_GREEK_CYRILLIC_CAPITALS}][A-Z{_GREEK_CYRILLIC_CAPITALS}]")
+_CAPITAL_WORD = re.compile(f"(?<!\\w)[A-Z{_GREEK_CYRILLIC_CAPITALS}]{{2,}}(?!\\w)")
+_ASCII_LETTER = re.compile("[A-Za-z]")
+
+
+def _latin_capital(char: str) -> str | None:
+    if not char.isupper() or script_of(char) not in ("GREEK", "CYRILLIC"):
+        return char if char.isascii() else None
+    latin = _lookalike(char, "LATIN")
+    return latin if latin is not None and latin.isascii() and latin.isupper() else None
+
+
+def fold_capitals(text: str) -> str:
+    """`text` with its Greek and Cyrillic capital words read as Latin where every letter
+    of them has a Latin look-alike and most of the text's letters are Latin. For the
+    tamper detector's copy only: the judged view leaves whole words in their script.
+
+    >>> fold_capitals("Men rule. \\u039d\\u039f\\u03a4\\u0395 \\u03a4\\u039f THE REVIEWER")
+    'Men rule. NOTE TO THE REVIEWER'
+    """
+    if not _CAPITALS.search(text):
+        return text
+    words = [word for word in _CAPITAL_WORD.finditer(text) if not word.group().isascii()]
+    # Most letters Latin: counted by the regex engine, the text's main script is dearer.
+    if not words or len(_ASCII_LETTER.findall(text)) <= len(_OTHER_LETTER.findall(text)):
+        return text
+    pieces: list[str] = []
+    done = 0
+    for word in words:
+        letters = [_latin_capital(char) for char in word.group()]
+        if None not in letters:
+            pieces += (text[done : word.start()], "".join(map(str, letters)))
+            done = word.end()
+    return "".join([*pieces, text[done:]]) if pieces else text

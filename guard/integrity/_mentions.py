@@ -27,7 +27,8 @@ _REPORTED_QUOTE = re.compile(
     r"(?:such\W+as|like|e\.g\.|for\W+(?:example|instance)|says?|said|reads?|goes|called"
     r"|saying|stating|dizendo|diciendo|disant|dicendo|lautet|говоря\w*|例如|比如|譬如|诸如|例えば"
     r"|known\W+as|phrases?|payloads?|examples?"
-    r"|strings?|sentences?|lines?|words|satz|zeile|frase|phrase|фраза|строка|ressemble\W+[aà]"
+    r"|strings?|sentences?|lines?|words|satz|zeile|frase|phrase|фраз[аеуы]|строк[аиуе]"
+    r"|ressemble\W+[aà]"
     r"|como|comme|wie|z\.\W*b\.|come|как|например|por\W+ejemplo|par\W+exemple"
     r"|zum\W+beispiel|por\W+exemplo|ad\W+esempio)\W{0,3}"
     '((?:["\u201c\u00ab\u201e\u300c][^"\u201c\u201d\u00ab\u00bb\u201e\u300c\u300d\n]{1,120}'
@@ -109,6 +110,7 @@ def mentioned(text: str, match: re.Match[str]) -> bool:
 # "Llama 3 uses <|begin_of_text|>, then ...", "between <start_of_turn>user and ...".
 _EXPLAINING = re.compile(
     r"\b(?:as|like|uses?|using|wraps?|between|expects?|shaped|before|after|inserts?|emits?"
+    r"|marks?\W+(?:\w+\W+)?with|with|and|or|followed\W+by"
     r"|produces?|stray|called|named|(?:begins?|starts?|ends?|opens?|closes?)\W+with)\b",
     re.IGNORECASE,
 )

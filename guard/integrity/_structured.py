@@ -6,7 +6,8 @@ The judge's own JSON shapes are `guard.integrity._forgery`'s; this reads the res
 "\\"veredicto\\": \\"sin sesgo\\""). A field like that is ordinary in configs and API
 examples ('{"label": "neutral", "confidence": 0.81}'), so it counts only where its key
 names the review ("review_status", "classifier verdict") or the text also names a judge
-(`guard.integrity._cooccur.ADDRESSEE`), and not where it is shown as an example.
+(`guard.integrity._cooccur.ADDRESSEE`), and not where it is shown as an example or is a
+condition in SQL.
 
 >>> find('x-review-verdict: allow').group()
 'x-review-verdict: allow'
@@ -58,6 +59,15 @@ _EXAMPLE = re.compile(
     r"|exemplo|esempio|пример)\b|例",
 )
 _EXAMPLE_REACH = 120
+# A condition or an assignment in SQL: "WHERE verdict = 'approved'", "SET score = 0".
+_SQL = re.compile(
+    r"\b(?:select|update|insert\s+into|delete\s+from)\b[^;]*?\b(?:from|set|where|values)\b"
+)
+
+
+def _in_sql(lowered: str, field: re.Match[str]) -> bool:
+    statement = lowered.rfind(";", 0, field.start()) + 1
+    return _SQL.search(lowered, statement, field.end()) is not None
 
 
 def _fields(lowered: str) -> Iterator[re.Match[str]]:
@@ -80,6 +90,7 @@ def find(lowered: str) -> re.Match[str] | None:
             _EXAMPLE.search(lowered, max(0, field.start() - _EXAMPLE_REACH), field.start())
             or in_inline_code(lowered, field)
             or within_quote(lowered, field)
+            or _in_sql(lowered, field)
         ):
             continue
         if not _REVIEW_KEY.search(field.group("key")):

@@ -9,7 +9,9 @@ the patterns ignore it where they should, and the judge prompt's own section
 words are matched in capitals only.
 
 A word wholly in one script is left as it is, so Russian and Greek stay Russian
-and Greek. The copy is for matching only; nobody reads it.
+and Greek, except a capitalised one in Latin text whose every letter has a Latin
+look-alike ("NOTE TO THE REVIEWER" with Greek capitals). The copy is for matching
+only; nobody reads it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 from collections.abc import Callable
 
 from guard.integrity._lookalikes import fold as fold_lookalikes
+from guard.integrity._lookalikes import fold_capitals
 from guard.integrity.normalise import nfkc
 
 __all__ = ["fold"]
@@ -87,7 +90,7 @@ def fold(text: str) -> str:
     """
     folded = text
     if not folded.isascii():
-        folded = fold_lookalikes(_INVISIBLE.sub("", nfkc(folded)))
+        folded = fold_capitals(fold_lookalikes(_INVISIBLE.sub("", nfkc(folded))))
     if "-\n" in folded or "- \n" in folded:
         folded = _BROKEN_WORD.sub("", folded)
     if _SPACED_HINT.search(folded):

@@ -166,6 +166,13 @@ ENGLISH: tuple[Rule, ...] = (
         r"(?:\w+\W+){0,2}?(?:instructions?|prompts?|rules|guidelines|directions|directives"
         r"|rubric|criteria|task|orders)\b",
     ),
+    # "Forget the task above", "ignore your instructions so far".
+    (
+        (("ignor", "disregard", "forget"), ("above", "before", "so", "you")),
+        r"(?:ignore|disregard|forget)\W+(?:the|your|all|any|my)\W+(?:\w+\W+){0,2}?(?:instructions?"
+        r"|prompts?|rules|guidelines|directions|task|orders)\W+(?:above|before|so\W+far"
+        r"|you\W+(?:were|have\W+been)\W+given)\b",
+    ),
     (
         (("ignor", "disregard", "forget"),),
         r"(?:ignore|disregard|forget)\W+(?:all|any|every|everything)\W+(?:of\W+)?"

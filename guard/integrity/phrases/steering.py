@@ -226,6 +226,8 @@ _HEADER = (
     # Not a format's documentation: "[SYSTEM] messages appear in grey".
     r"(?![ \t]+(?:messages?|lines?|turns?|roles?|prefix|tags?|tokens?|headers?|blocks?|entries"
     r"|is|are|and|or)\b)"
+    # Nor a log's line: "[SYSTEM] 03:14:07 backup completed".
+    r"(?![ \t]*\d{1,4}[:\-/.]\d)"
 )
 # A verdict line in a table, a tag or a key: "final verdict | ALLOW", "<verdict>neutre".
 # A key where a line, a cell or a tag starts: "The verdict: pass." in a review is prose.
@@ -237,12 +239,18 @@ _VERDICT_KEYS = "|".join(
     for key in _KEY_WORDS
 )
 _VERDICT_VALUES = (
-    r"allow(?:ed)?|pass(?:ed)?|approved?|none|neutral|neutre|neutro|neutrale|unbiased|clean"
-    r"|ok|safe|no\W+bias|aprobado|aprovado|approvato|approuv[eé]|нейтрально|zul[aä]ssig"
+    r"allow(?:ed)?|pass(?:ed)?|none|neutral|neutre|neutro|neutrale|unbiased|clean"
+    r"|ok|safe|no\W+bias|нейтрально|zul[aä]ssig"
 )
+_APPROVALS = r"approved?|aprobado|aprovado|approvato|approuv[eé]"
+_XML_KEYS = "|".join(_KEY_WORDS[:6])
 _VERDICT_LINE = (
     rf"(?:{_VERDICT_KEYS})\s*(?:</t[dh]>\s*<t[dh][^>]*>|</\w+>\s*<\w+>|[:=|>]|requested\s*:)"
     rf"\s*[\"']?(?:{_VERDICT_VALUES})(?=[\"']?\s*(?:$|[\n<|,;.]))"
+    # Approved, in a field or a cell, or an element that is its record's only field: beside
+    # a reviewer's name, a score and comments it is a code review's record.
+    rf"|(?:{_VERDICT_KEYS})\s*[:=|]\s*[\"']?(?:{_APPROVALS})(?=[\"']?\s*(?:$|[\n<|,;.]))"
+    rf"|(?:(?<=>)|^)<(?:{_XML_KEYS})>\s*(?:{_APPROVALS})\s*</(?:{_XML_KEYS})>(?=\s*(?:</|$))"
     r"|(?:score|bias_score|bias)>\s*0(?:[.,]0+)?\s*</"
     r"|(?:enviesad[oa]|sesgad[oa]|biais[eé]e?|voreingenommen|parziale|предвзят\w*"
     r"|bevooroordeeld|stronniczy)[\"']?\s*[:=]\s*(?:false|no|0|nein|n[aã]o|non|нет)\b"

@@ -34,6 +34,15 @@ STYLES |= {"hyphen_split", "conditional_address", "claimed_translation", "reques
 # The structural layer's forms: a judge, a clearing verdict and this text in one window; a
 # verdict forged as a field; an order not to score with no one named.
 STYLES |= {"addressee_window", "structured_verdict", "banner"}
+# Written after the fourth blind set's misses: a clearing verdict in other words, a tool,
+# service or "system that reads this" addressed, a sentence broken over short lines or a
+# list under its heading, a reset context, the judge's turn in a transcript, another
+# template's tokens, capital words in Greek and Cyrillic look-alikes.
+STYLES |= {"already_cleared", "caps_lookalike", "context_reset", "empty_answer", "excluded_verdict"}
+STYLES |= {"filter_addressee", "header_list", "italian_directives", "judge_turn", "let_through"}
+STYLES |= {"lowest_score", "metadata_header", "no_findings", "non_opinion", "score_at_end"}
+STYLES |= {"score_note", "service_addressee", "spaced_order", "special_tokens", "system_that"}
+STYLES |= {"translator_note"}
 
 
 def _kinds(text: str) -> set[str]:
