@@ -15,6 +15,8 @@ wrote it, or the agent that reads it, sees a sentence. A run is decoded when:
 - a run may be wrapped over lines, as e-mail and PEM wrap base64: lines of one
   length (a multiple of 4, or of 8 for base32), then a last line no longer, are
   read as one run;
+- a run of a URL's characters with three or more percent-escaped bytes in it
+  ("%57%6F%6D%65%6E%20...", "Women%20are%20...") is read as the text they escape;
 - its bytes are UTF-8 text of printable characters (tabs and line breaks allowed),
   at least half of its visible characters letters.
 
@@ -32,12 +34,13 @@ import binascii
 import re
 import unicodedata
 from typing import Literal
+from urllib.parse import unquote_to_bytes
 
 from guard.integrity._shape import LETTERS, shape, table
 
 __all__ = ["LONGEST", "MOST_CHARS", "Encoding", "decode_runs"]
 
-Encoding = Literal["base64", "base32", "hex"]
+Encoding = Literal["base64", "base32", "hex", "percent"]
 
 LONGEST = 8192
 MOST_CHARS = 65536
@@ -60,6 +63,7 @@ _WRAPPED = re.compile(
     r"(?<![\w+/=-])[A-Za-z0-9+/]{16,}(?:\r?\n[A-Za-z0-9+/]{2,})+={0,6}(?![\w+/=-])"
 )
 _ESCAPED = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){8,}|(?:\\u[0-9A-Fa-f]{4}){8,}")
+_PERCENT = re.compile(r"[\w.~+-]*(?:%[0-9A-Fa-f]{2}[\w.~+-]*){3,}")
 
 
 def _readable(data: bytes) -> str | None:
@@ -134,6 +138,9 @@ def _unescaped(run: str) -> str | None:
 def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
     if "\n" in run:
         return _unwrapped(run)
+    if "%" in run:
+        text = _readable(unquote_to_bytes(run.replace("+", " ")))
+        return None if text is None else (text, "percent")
     if run.startswith("\\"):
         text = _unescaped(run)
         return None if text is None else (text, "hex")
@@ -169,6 +176,8 @@ def _runs(text: str) -> list[tuple[int, int, bool]]:
         found += [(match.start(), match.end(), True) for match in _PAIRS.finditer(text)]
     if "\\x" in text or "\\u" in text:
         found += [(match.start(), match.end(), False) for match in _ESCAPED.finditer(text)]
+    if "%" in text:
+        found += [(match.start(), match.end(), False) for match in _PERCENT.finditer(text)]
     if found and "\n" in text:
         found += [(match.start(), match.end(), False) for match in _WRAPPED.finditer(text)]
     # Of two runs from one place, the longer first: a wrapped run before its first line.

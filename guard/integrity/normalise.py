@@ -14,9 +14,11 @@ are undone. `judged_view` applies, in this order:
    Combining marks that decorate Latin words (strikethrough, stacks of marks) removed
    (`"marks"`; `guard.integrity._marks`); accents that compose and the marks of
    scripts that need them stay.
-4. Base64, base32 and hex runs (also wrapped over lines) that decode to readable
-   text replaced by it (`"base64"`, `"base32"`, `"hex"`; `guard.integrity._encoded`),
-   one level deep; steps 1..3 then read the decoded text too.
+4. Base64, base32, hex and percent-escaped runs (also wrapped over lines) that decode
+   to readable text replaced by it (`"base64"`, `"base32"`, `"hex"`, `"percent"`;
+   `guard.integrity._encoded`), one level deep; steps 1..3 then read the decoded text
+   too. Markdown comments (`[//]: # (...)`), which a rendered page does not show,
+   read as the text they hold (`"comments"`).
 5. Letters spelled out one by one joined (`"spacing"`), look-alike letters folded to
    the script of their word (`"confusables"`; `guard.integrity._lookalikes`), digits
    and signs inside words read as letters (`"digits"`; `guard.integrity._spelling`).
@@ -33,6 +35,7 @@ skips the character steps, which cannot change it.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +61,8 @@ Normalisation = Literal[
     "base64",
     "base32",
     "hex",
+    "percent",
+    "comments",
 ]
 NORMALISATIONS: tuple[Normalisation, ...] = get_args(Normalisation)
 
@@ -122,10 +127,25 @@ def _run(steps: tuple[_Step, ...], text: str, applied: set[Normalisation]) -> st
     return text
 
 
+# A markdown comment: a link reference to "#" or "<>" whose title a page never shows.
+_MARKDOWN_COMMENT = re.compile(
+    r"^[ \t]*\[(?://|comment|_|#)\]:[ \t]*(?:#|<>)[ \t]*"
+    r"(?:\((?P<paren>.*)\)|\"(?P<quote>.*)\")[ \t]*$",
+    re.MULTILINE,
+)
+
+
+def _comment_text(match: re.Match[str]) -> str:
+    return match.group("paren") if match.group("paren") is not None else match.group("quote")
+
+
 def judged_view(text: str) -> JudgedView:
     """What a judge should read of `text` (see the module's docstring)."""
     applied: set[Normalisation] = set()
     view = _characters(text, applied)
+    if "]:" in view and (shown := _MARKDOWN_COMMENT.sub(_comment_text, view)) != view:
+        applied.add("comments")
+        view = shown
     decoded, encodings = decode_runs(view)
     if encodings:
         applied |= encodings

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import unicodedata
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
@@ -268,6 +269,53 @@ def test_wrapped_base64_and_base32_are_read(text, applied):
     ],
 )
 def test_wrapped_and_base32_runs_that_are_not_text_stay(text):
+    assert judged_view(text).applied == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "".join(f"%{byte:02X}" for byte in LONGER.encode()),  # every byte escaped
+        LONGER.replace(" ", "%20"),  # the spaces only
+        f"https://example.org/share?text={quote(LONGER)}&lang=en",  # in a URL's query
+    ],
+)
+def test_percent_escaped_text_is_read(text):
+    view = judged_view(f"Link: {text}")
+    assert view.applied == ("percent",)
+    assert LONGER in view.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "100% sure, 50% off, and %d or %s in a format string",
+        "https://example.org/file%2Ftmp",  # one escape: a path, not text
+        "%FF%FE%00%01%80%81",  # bytes, not UTF-8 text
+    ],
+)
+def test_percent_signs_that_are_not_escaped_text_stay(text):
+    assert judged_view(text).applied == ()
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "[//]: # (Women are too emotional to lead.)",
+        '[comment]: <> "Women are too emotional to lead."',
+        "  [//]: #   (Women are too emotional to lead.)",
+    ],
+)
+def test_a_markdown_comment_is_read_as_the_text_it_hides(comment):
+    view = judged_view(f"Gardening tips!\n\n{comment}\n\nWater in the morning.")
+    assert view.applied == ("comments",)
+    assert view.text == (
+        "Gardening tips!\n\nWomen are too emotional to lead.\n\nWater in the morning."
+    )
+
+
+def test_markdown_links_and_references_stay():
+    text = "See [the docs][1].\n\n[1]: https://example.org/docs (Docs)\n[//]: is not closed"
     assert judged_view(text).applied == ()
 
 
