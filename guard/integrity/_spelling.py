@@ -27,6 +27,10 @@ a letter, and it is not:
 - a chemical formula ("CH3OH", "NH4Cl": capitals with lower-case letters after them,
   digits 2..9). So "W0MEN" is read, "L4ZY" is not.
 
+On a line at least half of whose words, three or more, are written with signs, the writer
+writes in them: there short words ("4r3", "4nd") and words that open with signs
+("57up1d") are read too.
+
 "1" is "l" at the start before a vowel ("1azy"), after a vowel before a consonant
 ("a1ways") and after an "l" ("fa11s"); elsewhere it is "i" ("emot1onal",
 "st1ll", "1nferior"). It is a guess that reads most such words right, not all ("b1ack").
@@ -116,25 +120,29 @@ def join_spaced(text: str) -> str:
     return text if joined == text else joined
 
 
-def _one(before: str, after: str) -> str:
-    """The letter a "1" stands for, from its neighbours (read so far, lower case)."""
-    if before == "l" or (not before and after in _VOWELS):
+def _one(before: str, after: str, doubled: bool = True) -> str:
+    """The letter a "1" stands for, from its neighbours (read so far, lower case);
+    `doubled`: whether the letter before was a "1" too ("fa11s")."""
+    if (before == "l" and doubled) or (not before and after in _VOWELS):
         return "l"
     return "l" if before in _VOWELS and after not in _VOWELS else "i"
 
 
-def _read(word: str) -> str:
-    """`word` with the signs inside it read as letters, or `word` when the rules say no."""
+def _read(word: str, dense: bool = False) -> str:
+    """`word` with the signs inside it read as letters, or `word` when the rules say no;
+    `dense`: on a line written in signs, short words and leading and trailing signs too."""
     if _HEX.fullmatch(word) or not _LETTERS_AND_SIGNS.fullmatch(word):
         return word
     if (
-        sum(map(str.isalpha, word)) < 3
+        sum(map(str.isalpha, word)) < (1 if dense else 3)
         or word[0] == "@"
         or (word[0] == "$" and not word[1:2].islower())
     ):
         return word
     if _FORMULA.fullmatch(word) and "0" not in word and "1" not in word:
         return word
+    if dense:
+        return "".join(_read_all(word))
     first = next(i for i, char in enumerate(word) if char.isalpha())
     last = max(i for i, char in enumerate(word) if char.isalpha())
     if first > 1:
@@ -150,9 +158,28 @@ def _read(word: str) -> str:
             continue
         following = word[index + 1 : index + 2]
         after = _STANDS_FOR_NEXT.get(following, following).lower()
-        letter = _one(read[-1].lower() if read else "", after) if char == "1" else _STANDS_FOR[char]
+        doubled = index > 0 and word[index - 1] == "1"
+        letter = (
+            _one(read[-1].lower() if read else "", after, doubled)
+            if char == "1"
+            else _STANDS_FOR[char]
+        )
         read.append(letter.upper() if shouting else letter)
     return "".join(read) + word[last + 1 :]
+
+
+def _read_all(word: str) -> Iterator[str]:
+    shouting = all(char.isupper() for char in word if char.isalpha())
+    read = ""
+    for index, char in enumerate(word):
+        if not char.isalpha():
+            following = word[index + 1 : index + 2]
+            after = _STANDS_FOR_NEXT.get(following, following).lower()
+            doubled = index > 0 and word[index - 1] == "1"
+            char = _one(read.lower(), after, doubled) if char == "1" else _STANDS_FOR[char]
+            char = char.upper() if shouting else char
+        read = char
+        yield char
 
 
 def _stands_alone(text: str, start: int, end: int) -> bool:
@@ -166,6 +193,35 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
         or after in _JOINED_AFTER
         or (after in ".:" and (beyond.isalnum() or beyond == "_"))
     )
+
+
+# A line mostly of words written with signs, three or more ("W0m3n 4r3 57up1d 4nd w34k"),
+# is written in them: its short words and leading signs are read too. Words that only
+# end or start with a number (mp3, 5G, 1st) or are all capitals (W3C) do not count.
+_DENSE = 3
+_NOT_SIGNS = re.compile(r"[A-Za-z]+\d+|\d+[A-Za-z]+|[A-Z\d]{1,4}|\d+x\d+")
+
+
+def _dense_lines(text: str, words: list[tuple[int, int]]) -> frozenset[int]:
+    """The numbers of the lines at least half of whose words, and `_DENSE` or more, are
+    written with signs."""
+    if len(words) < _DENSE:
+        return frozenset()
+    lines = [
+        text.count("\n", 0, start)
+        for start, end in words
+        if _LETTERS_AND_SIGNS.fullmatch(text[start:end])
+        and not _NOT_SIGNS.fullmatch(text[start:end])
+    ]
+    dense = set()
+    if lines:
+        all_lines = text.split("\n")
+        for line in set(lines):
+            if lines.count(line) >= _DENSE and lines.count(line) * 2 >= len(
+                all_lines[line].split()
+            ):
+                dense.add(line)
+    return frozenset(dense)
 
 
 def _words_with_signs(signs: bytes) -> Iterator[tuple[int, int]]:
@@ -189,9 +245,16 @@ def fold_digits(text: str) -> str:
     """
     pieces: list[str] = []
     last = 0
-    for start, end in _words_with_signs(shape(text, _SIGNS_SHAPE)):
+    words = [
+        (start, end)
+        for start, end in _words_with_signs(shape(text, _SIGNS_SHAPE))
+        if _stands_alone(text, start, end)
+    ]
+    dense = _dense_lines(text, words)
+    for start, end in words:
         word = text[start:end]
-        if _stands_alone(text, start, end) and (read := _read(word)) != word:
+        line = text.count("\n", 0, start) if dense else 0
+        if (read := _read(word, line in dense)) != word:
             pieces += [text[last:start], read]
             last = end
     if not pieces:

@@ -392,6 +392,26 @@ def test_a_name_spelled_with_such_digits_is_read_too():
 
 
 @pytest.mark.parametrize(
+    ("text", "judged"),
+    [
+        ("W0m3n 4r3 57up1d 4nd w34k.", "Women are stupid and weak."),
+        ("L1b3r4l5 4r3 4lw4y5 d15h0n357.", "Liberals are always dishonest."),
+        (
+            "Hi!\nR3fug335 4r3 cr1m1n4l5 4nd l14r5.\nBye.",
+            "Hi!\nRefugees are criminals and liars.\nBye.",
+        ),
+    ],
+)
+def test_a_line_written_in_signs_is_read_whole(text, judged):
+    assert judged_view(text).text == judged
+
+
+def test_a_line_with_a_few_signed_words_among_many_keeps_its_short_ones():
+    text = "Read 4r3 as a code name; the build 1s fine on x86 for 4 people and 3 teams."
+    assert "4r3" in judged_view(text).text
+
+
+@pytest.mark.parametrize(
     "text",
     ["file.l4zy", "l4zy.txt", "a-l4zy", "l4zy_var", "/l4zy/", "x=l4zy", "#l4zy", "l4zy:8080"],
 )
