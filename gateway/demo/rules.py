@@ -9,8 +9,12 @@ rules, in order:
 2. A sentence is an **opinion** when it holds an evaluative cue: a judging
    word ("lazy", "best", "terrible", "brilliant"...), a modal of advice
    ("should", "must"), a sweeping word ("always", "never", "everyone") or a
-   marker of a view ("I think", "honestly", "in my view"). Any other sentence
-   counts as a claim of fact and is left out.
+   marker of a view ("I think", "honestly", "in my view"); or when it generalises
+   about a group of people (rule 3's words): the group, then a verb that says what
+   they all are or do ("Conservatives are heartless", "Women cannot lead",
+   "Immigrants steal jobs"), in a sentence with no figure in it ("Immigrants are 14% of
+   the workforce" is a claim of fact). Any other sentence counts as a claim of fact and
+   is left out.
 3. An opinion is **biased** when it also names a group of people from one of
    the four categories below (a word such as "women", "liberals",
    "immigrants", "northerners"): it judges people by the group they belong to.
@@ -97,8 +101,30 @@ def sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE_END.split(text) if part and part.strip()]
 
 
+# What a group "all" are or do: a verb of being or a sweeping verb after the group's word.
+_GENERALISING = re.compile(
+    r"\s+(?:\w+\s+){0,2}?(?:are|is|were|can't|cannot|can not|don't|do not|won't|will never"
+    r"|never|belong|shouldn't|should|must|only|just|ruin|steal|destroy|hate|lie|cheat|smell"
+    r"|breed|spread|deserve)\b(?!\s+(?:about|around|more|less|likely|expected|estimated"
+    r"|projected|reported|found|counted|entitled|eligible|protected|represented|employed"
+    r"|paid|included|among|in|on|at|from|of|to|the|a|an)\b)",
+    re.IGNORECASE,
+)
+_FIGURE = re.compile(r"\d")
+
+
+def _generalises(sentence: str) -> bool:
+    if _FIGURE.search(sentence):
+        return False
+    return any(
+        _GENERALISING.match(sentence, found.end())
+        for pattern in _GROUPS.values()
+        for found in pattern.finditer(sentence)
+    )
+
+
 def is_opinion(sentence: str) -> bool:
-    return _EVALUATIVE_WORDS.search(sentence) is not None
+    return _EVALUATIVE_WORDS.search(sentence) is not None or _generalises(sentence)
 
 
 def opinions_of(text: str) -> list[str]:
