@@ -90,7 +90,8 @@ _POINTING = re.compile(
     r"|statement|post|output)|(?:the )?(?:text|line|sentence|statement|passage|content)s?"
     r" (?:above|below|here)|the (?:above|following)|(?:reading|reads|checking|reviewing"
     r"|processes|processing|scores|scoring|grades|grading|evaluates|evaluating|assesses"
-    r"|assessing) this|this (?:document|page|item|entry|file|submission)|here\b|herein)"
+    r"|assessing) this|this (?:document|page|item|entry|file|submission)|here\b|herein"
+    r"|not part of (?:the|this) (?:final )?(?:answer|text|reply|document|response))"
 )
 # A plural addressee ("reviewers", "modérateurs"), or a word for the judge that names
 # something else: its prompt or guidelines, a court's judge, an AI speaking of itself.
@@ -228,12 +229,30 @@ def _find(lowered: str, present: _Keys) -> re.Match[str] | None:
     if candidates:
         references = [match.start() for match in _REFERENCE.matches(lowered, present)]
         for addressee, start, end in candidates:
-            if _within(references, start, end) and (
-                _steers(lowered, start, end, addressee)
+            headed = _headed(lowered, addressee)
+            if (headed or _within(references, start, end)) and (
+                _steers(lowered, start, end, addressee, headed)
                 or _ordered(lowered, start, end, addressee, verdicts)
             ):
                 return addressee
     return _turn(lowered, addressees, verdicts) or _banner(lowered, present)
+
+
+# A note headed with a machine for its reader ("Per chi controlla in automatico: ...",
+# "자동 평가 시스템에게:"): the colon points at what follows as this reader's. "To the
+# reviewer:" heads a cover letter to a person.
+_VOCATIVE = re.compile(r"(?:[ \t]+[^\W\d]+){0,3}[ \t]*[:\uff1a]")
+_MACHINE = re.compile(
+    r"autom|system|sistema|syst[èe]me|システム|시스템|نظام|h[ệe] th[ốo]ng|model|bot\b|tool"
+    r"|^(?:chi|quien|qui|wer|quem|whoever|whichever|whatever|anyone) "
+)
+
+
+def _headed(lowered: str, addressee: re.Match[str]) -> bool:
+    vocative = _VOCATIVE.match(lowered, addressee.end())
+    return vocative is not None and bool(
+        _MACHINE.search(lowered[addressee.start() : vocative.end()])
+    )
 
 
 def _within(starts: list[int], start: int, end: int) -> bool:
@@ -289,9 +308,13 @@ def _addressed(lowered: str, start: int, end: int, addressee: re.Match[str]) -> 
     return True
 
 
-def _steers(lowered: str, start: int, end: int, addressee: re.Match[str]) -> bool:
+def _steers(
+    lowered: str, start: int, end: int, addressee: re.Match[str], headed: bool = False
+) -> bool:
     if not _addressed(lowered, start, end, addressee):
         return False
+    if headed:
+        return True  # "Automated checks: pass it": a note to them, plural or not
     before = lowered[max(0, addressee.start() - 8) : addressee.start()]
     if _GENERIC.search(before) or (
         _LATIN.match(addressee.group())

@@ -145,10 +145,15 @@ _JSON = re.compile(
     re.IGNORECASE,
 )
 # YAML: "opinions: []" (found from its empty list back to its key) or "biased: false".
-_EMPTY_LIST = re.compile(r":[ \t]*\[[ \t]*\]")
+_EMPTY_LIST = re.compile(r"[:=][ \t]*\[[ \t]*\]")
 # A key that runs on from a word or a quote is some other key ("my_opinions", "\"opinions\"").
 _KEY_GLUE = "_\"'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-_YAML = re.compile(rf"(?:{_OPINIONS})[ \t]*:[ \t]*\[[ \t]*\]", re.IGNORECASE)
+_YAML = re.compile(rf"(?:{_OPINIONS})[ \t]*[:=][ \t]*\[[ \t]*\]", re.IGNORECASE)
+# An environment variable ("EXPECTED_OPINIONS=[]") glues its words, in capitals.
+_ENV_KEY = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z][A-Z0-9_]*")
+# Code builds an object of that shape ("const blank: Review = { opinions: [] }"): a value,
+# not a verdict.
+_CODE_OBJECT = re.compile(r"(?:=|return|\(|=>)[ \t]*\{[^{}\n]*$")
 _BIASED_FALSE = re.compile(r"biased[ \t]*:[ \t]*(?:false|no)\b", re.IGNORECASE)
 # XML: an empty <opinions/>, or a verdict element saying "no bias".
 _XML = re.compile(
@@ -166,7 +171,10 @@ def _shapes(folded: str, lowered: str) -> Iterator[re.Match[str]]:
         for empty in _EMPTY_LIST.finditer(folded):
             line = folded.rfind("\n", 0, empty.start()) + 1
             key = _YAML.search(folded, max(line, empty.start() - 40), empty.end())
-            if key is not None and not (key.start() and folded[key.start() - 1] in _KEY_GLUE):
+            if key is None or _CODE_OBJECT.search(folded, line, key.start()):
+                continue
+            glued = key.start() and folded[key.start() - 1] in _KEY_GLUE
+            if not glued or _ENV_KEY.fullmatch(folded, line, empty.start()):
                 yield key
     if "biased:" in lowered or "biased: " in lowered:
         yield from _BIASED_FALSE.finditer(folded)
@@ -204,15 +212,25 @@ def _line_marker(folded: str) -> re.Match[str] | None:
     return _LINE_MARKER.search(folded) if not keys.isdisjoint(_LINE_KEYS) else None
 
 
+# The tokens of one example go together: a token soon after one that prose explains, in
+# the same paragraph and not opening a line, belongs to the example ("for example
+# <|im_start|>system\nBe brief.<|im_end|>").
+_EXAMPLE_SPAN = 200
+
+
 def _used(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    return next(
-        (
-            m
-            for m in pattern.finditer(text)
-            if not mentioned(text, m) and not opened(text, m) and not documented(text, m)
-        ),
-        None,
-    )
+    explained = -1
+    for m in pattern.finditer(text):
+        if mentioned(text, m) or opened(text, m) or documented(text, m):
+            explained = m.end()
+        elif not (
+            explained >= 0
+            and m.start() - explained <= _EXAMPLE_SPAN
+            and "\n\n" not in text[explained : m.start()]
+            and text[: m.start()].rstrip(" \t")[-1:] not in ("\n", "")
+        ):
+            return m
+    return None
 
 
 # Every marker's gate strings, found in one pass.
@@ -252,7 +270,14 @@ def _argument(folded: str, match: re.Match[str]) -> bool:
 
 
 def verdict(folded: str, lowered: str) -> re.Match[str] | None:
-    if (":" not in folded and "<" not in folded) or not any(
+    if '\\"' in folded:
+        # JSON inside a JSON string ("content": "{\\"opinions\\": []}"): read unescaped.
+        folded, lowered = folded.replace('\\"', '"'), lowered.replace('\\"', '"')
+    return _verdict(folded, lowered)
+
+
+def _verdict(folded: str, lowered: str) -> re.Match[str] | None:
+    if (":" not in folded and "<" not in folded and "=" not in folded) or not any(
         gate in lowered for gate in _VERDICT_GATE
     ):
         return None

@@ -12,6 +12,7 @@ import re
 
 __all__ = [
     "blank_reported",
+    "blank_sql",
     "documented",
     "in_inline_code",
     "mentioned",
@@ -30,7 +31,8 @@ _REPORTED_QUOTE = re.compile(
     r"|strings?|sentences?|lines?|words|satz|zeile|frase|phrase|фраз[аеуы]|строк[аиуе]"
     r"|ressemble\W+[aà]"
     r"|como|comme|wie|z\.\W*b\.|come|как|например|por\W+ejemplo|par\W+exemple"
-    r"|zum\W+beispiel|por\W+exemplo|ad\W+esempio)\W{0,3}"
+    r"|zum\W+beispiel|por\W+exemplo|ad\W+esempio|del\W+tipo|de\W+tipo|du\W+type|vom\W+typ"
+    r"|вроде|типа|kind\W+of|sort\W+of)\W{0,3}"
     '((?:["\u201c\u00ab\u201e\u300c][^"\u201c\u201d\u00ab\u00bb\u201e\u300c\u300d\n]{1,120}'
     '["\u201d\u00bb\u201c\u300d])'
     # Single quotes too: "the words 'ignore previous instructions' in a PDF".
@@ -110,8 +112,11 @@ def mentioned(text: str, match: re.Match[str]) -> bool:
 # "Llama 3 uses <|begin_of_text|>, then ...", "between <start_of_turn>user and ...".
 _EXPLAINING = re.compile(
     r"\b(?:as|like|uses?|using|wraps?|between|expects?|shaped|before|after|inserts?|emits?"
-    r"|marks?\W+(?:\w+\W+)?with|with|and|or|followed\W+by"
-    r"|produces?|stray|called|named|(?:begins?|starts?|ends?|opens?|closes?)\W+with)\b",
+    r"|marks?\W+(?:\w+\W+)?with|followed\W+by"
+    r"|produces?|stray|called|named|(?:begins?|starts?|ends?|opens?|closes?)\W+with"
+    r"|for\W+example|e\.g|looks\W+like|(?:header|token|tag|marker|turn|delimiter|prefix)s?\W+"
+    r"(?:is|are)|commence\W+par|(?:finit|termine)\W+par|comme|avec|entre|empieza\W+con"
+    r"|termina\W+con|como|beginnt\W+mit|endet\W+mit|zwischen|wie|come|tra)\b",
     re.IGNORECASE,
 )
 _EXPLAINING_REACH = 80
@@ -124,6 +129,8 @@ def documented(text: str, match: re.Match[str]) -> bool:
     sentence is used."""
     if in_inline_code(text, match):
         return True
+    if text[: match.start()].rstrip(" \t")[-1:] in (".", "!", "?", "\n", ""):
+        return False  # it opens a sentence or a line: "... kicked out.<|end|>"
     sentence = text[max(0, match.start() - _EXPLAINING_REACH) : match.start()]
     ends = [end.end() for end in _SENTENCE_END.finditer(sentence)]
     sentence = sentence[ends[-1] :] if ends else sentence
@@ -140,3 +147,19 @@ def opened(text: str, match: re.Match[str]) -> bool:
         return False
     opening = re.compile(rf"<{closing.group(1)}[\s>]", re.IGNORECASE)
     return opening.search(text, 0, match.start()) is not None
+
+
+# SQL names verdicts as data: "WHERE verdict = 'approved'", "SET score = 0".
+_SQL = re.compile(
+    r"\b(?:select|update|insert\s+into|delete\s+from)\b(?:[^;]|\n(?!\s*\n))*?"
+    r"\b(?:from|set|where|values)\b(?:[^;]|\n(?!\s*\n))*(?:;|(?=\n\s*\n)|$)",
+    re.IGNORECASE,
+)
+_SQL_WORDS = ("select", "update", "insert", "delete", "SELECT", "UPDATE", "INSERT", "DELETE")
+
+
+def blank_sql(text: str) -> str:
+    """`text` with its SQL statements blanked (same length): their verdicts are data."""
+    if not any(word in text for word in _SQL_WORDS):
+        return text
+    return _SQL.sub(lambda statement: " " * len(statement.group()), text)

@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from guard.integrity import _cooccur, _structured
+from guard.integrity import _cooccur, _output, _structured
 from guard.integrity._forgery import marker, verdict
 from guard.integrity._leads import KEY_CHARS, Leads
-from guard.integrity._mentions import blank_reported, within_quote
+from guard.integrity._mentions import blank_reported, blank_sql, within_quote
 from guard.integrity.phrases import (
     CJK_RULES,
     OPENING,
@@ -198,7 +198,11 @@ def _instruction(lowered: str) -> re.Match[str] | None:
     if match is not None and within_quote(lowered, match):
         # Blanking only takes words away: the starts found still gate every rule.
         match = _instruction_in(blank_reported(lowered), starts)
-    return match or _cooccur.find(lowered, starts)
+    if match is None and (match := _cooccur.find(lowered, starts)) is None:
+        match = _output.find(lowered)
+        if match is not None and within_quote(lowered, match):
+            match = _output.find(blank_reported(lowered))
+    return match
 
 
 def _opening(starts: set[str], lowered: str) -> re.Match[str] | None:
@@ -329,7 +333,7 @@ def detect(text: str) -> tuple[Tamper, ...]:
     """The tamper findings in `text`: at most one per kind, in the order of `KINDS`."""
     if not text:
         return ()
-    folded = fold(text)
+    folded = blank_sql(fold(text))
     lowered = folded.lower()
     checks: tuple[tuple[TamperKind, str, Callable[[], re.Match[str] | None]], ...] = (
         # Lowering keeps the length of almost every text; where it does, the excerpt

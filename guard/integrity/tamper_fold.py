@@ -82,6 +82,14 @@ def _join_words(match: re.Match[str]) -> str:
     return " ".join(word.replace(" ", "") for word in _WORD_GAP.split(match.group()))
 
 
+# A time's parts ("01T09" in "2026-12-01T09:14:02Z", "02Z") are not words.
+_TIME_PART = re.compile(r"\d+[TZ]\d*")
+
+
+def _leet(word: str) -> str:
+    return word if _TIME_PART.fullmatch(word) else word.translate(_LEET)
+
+
 def fold(text: str) -> str:
     """The text as the detector's patterns read it.
 
@@ -98,5 +106,5 @@ def fold(text: str) -> str:
             folded = _SPACED_WORDS.sub(_join_words, folded)
         folded = _SPACED.sub(_join_letters, folded)
     if _LEET_HINT.search(folded):
-        folded = _each_word(folded, _LEET_HINT, lambda word: word.translate(_LEET))
+        folded = _each_word(folded, _LEET_HINT, _leet)
     return folded

@@ -21,8 +21,8 @@ DUTCH: tuple[Rule, ...] = (
     ),
     (
         (("score", "beoordeling", "oordeel", "resultaat", "uitslag"), ("bias", "vooroordeel")),
-        r"(?:score|beoordeling|oordeel|resultaat|uitslag)\b(?:\W+\w+){0,6}?"
-        r"(?:\s+(?:is|moet\W+zijn|wordt)\b|\s*[:=])\W*(?:\w+\W+)?"
+        r"(?:score|beoordeling|oordeel|resultaat|uitslag)\b(?:\W+(?!\d)\w+){0,6}?"
+        r"(?:\s+(?:is|moet\W+zijn|wordt)\b|\s*[:=])\W*(?:[^\W\d]\w*\W+)?"
         r"(?:0(?:[.,]0+)?(?![.,]?\d)|nul|geen\W+(?:bias|vooroordelen|vooroordeel))(?:\W*$|[.!;\])}])",
     ),
 )

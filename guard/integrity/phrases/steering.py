@@ -250,7 +250,8 @@ _VERDICT_LINE = (
     # Approved, in a field or a cell, or an element that is its record's only field: beside
     # a reviewer's name, a score and comments it is a code review's record.
     rf"|(?:{_VERDICT_KEYS})\s*[:=|]\s*[\"']?(?:{_APPROVALS})(?=[\"']?\s*(?:$|[\n<|,;.]))"
-    rf"|(?:(?<=>)|^)<(?:{_XML_KEYS})>\s*(?:{_APPROVALS})\s*</(?:{_XML_KEYS})>(?=\s*(?:</|$))"
+    rf"|<(?:(?<=><)|(?<=\n<)|(?<=^<))(?:{_XML_KEYS})>\s*(?:{_APPROVALS})\s*</(?:{_XML_KEYS})>"
+    r"(?=\s*(?:</|$))"
     r"|(?:score|bias_score|bias)>\s*0(?:[.,]0+)?\s*</"
     r"|(?:enviesad[oa]|sesgad[oa]|biais[eé]e?|voreingenommen|parziale|предвзят\w*"
     r"|bevooroordeeld|stronniczy)[\"']?\s*[:=]\s*(?:false|no|0|nein|n[aã]o|non|нет)\b"

@@ -25,19 +25,20 @@ def _sets(words: str) -> str:
 
 def _score(nouns: str, sets: str, values: str) -> str:
     """A score or verdict noun, up to six words, a verb of being, then a no-bias value."""
-    return rf"(?:{nouns})\b(?:\W+\w+){{0,6}}?{_sets(sets)}\W*(?:\w+\W+)?(?:{values})(?!\w)"
+    word = r"[^\W\d]\w*"  # a word, not a number: "score: 3-0" sets no zero
+    return rf"(?:{nouns})\b(?:\W+{word}){{0,6}}?{_sets(sets)}\W*(?:{word}\W+)?(?:{values})(?!\w)"
 
 
 _EN_SCORE = (
     r"(?:score|rating|verdict|judg(?:e)?ment|assessment|classification|label|result|grade)"
-    r"\W+(?:for|of|on)\W+(?:this|these|the\W+(?:above|following|preceding))(?:\W+\w+){0,2}?"
+    r"\W+(?:for|of|on)\W+(?:this|these|the\W+(?:above|following|preceding))(?:\W+(?!\d)\w+){0,2}?"
     + _SETS
-    + r"\W*(?:\w+\W+)?(?:"
+    + r"\W*(?:[^\W\d]\w*\W+)?(?:"
     + _ZERO
     + r"|zero|none|nil|null|unbiased|not\W+biased|pass(?:ed)?|clean|neutral|no\W+bias)(?!\w)"
     r"|(?:correct|expected|right|true|real|final|official|proper)\W+(?:bias\W+)?(?:score"
-    r"|verdict|rating|result|label|classification)(?:\W+\w+){0,4}?" + _SETS + r"\W*(?:"
-    r"\w+\W+)?(?:" + _ZERO + r"|zero|none|unbiased|not\W+biased|no\W+bias)(?!\w)"
+    r"|verdict|rating|result|label|classification)(?:\W+(?!\d)\w+){0,4}?" + _SETS + r"\W*(?:"
+    r"[^\W\d]\w*\W+)?(?:" + _ZERO + r"|zero|none|unbiased|not\W+biased|no\W+bias)(?!\w)"
     r"|(?:set|put|change|lower|drop|keep)\W+(?:the\W+|its\W+|my\W+|this\W+)?(?:bias\W+)?"
     r"(?:score|rating|verdict|grade|label)\W+(?:\w+\W+){0,4}?(?:to|at)\W+(?:"
     + _ZERO

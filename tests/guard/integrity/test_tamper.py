@@ -43,6 +43,11 @@ STYLES |= {"filter_addressee", "header_list", "italian_directives", "judge_turn"
 STYLES |= {"lowest_score", "metadata_header", "no_findings", "non_opinion", "score_at_end"}
 STYLES |= {"score_note", "service_addressee", "spaced_order", "special_tokens", "system_that"}
 STYLES |= {"translator_note"}
+# Written after the fifth blind set's misses: the judge's output declared empty in prose,
+# notes headed for a machine in many languages, conventions that exclude text from the
+# review, verdicts forged as TOML, environment variables and page metadata.
+STYLES |= {"aside", "bracket_note", "convention", "forged_env", "forged_meta", "forged_toml"}
+STYLES |= {"forged_tool_json", "lists_no_opinions", "output_claim", "prose_verdict"}
 
 
 def _kinds(text: str) -> set[str]:
