@@ -15,6 +15,8 @@ wrote it, or the agent that reads it, sees a sentence. A run is decoded when:
 - a run may be wrapped over lines, as e-mail and PEM wrap base64: lines of one
   length (a multiple of 4, or of 8 for base32), then a last line no longer, are
   read as one run;
+- eight or more bytes written "0x41 0x73 ..." (or with commas), as code lists them;
+- six or more HTML character references in a row ("&#87;&#111;", "&#x57;");
 - a run of a URL's characters with three or more percent-escaped bytes in it
   ("%57%6F%6D%65%6E%20...", "Women%20are%20...") is read as the text they escape;
 - its bytes are UTF-8 text of printable characters (tabs and line breaks allowed),
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import html
 import re
 import unicodedata
 from typing import Literal
@@ -40,7 +43,7 @@ from guard.integrity._shape import LETTERS, shape, table
 
 __all__ = ["LONGEST", "MOST_CHARS", "Encoding", "decode_runs"]
 
-Encoding = Literal["base64", "base32", "hex", "percent"]
+Encoding = Literal["base64", "base32", "hex", "percent", "html"]
 
 LONGEST = 8192
 MOST_CHARS = 65536
@@ -63,6 +66,8 @@ _WRAPPED = re.compile(
     r"(?<![\w+/=-])[A-Za-z0-9+/]{16,}(?:\r?\n[A-Za-z0-9+/]{2,})+={0,6}(?![\w+/=-])"
 )
 _ESCAPED = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){8,}|(?:\\u[0-9A-Fa-f]{4}){8,}")
+_PREFIXED = re.compile(r"(?<!\w)(?:0[xX][0-9A-Fa-f]{2}[ ,]+){7,}0[xX][0-9A-Fa-f]{2}(?!\w)")
+_ENTITIES = re.compile(r"(?:&#(?:\d{1,7}|[xX][0-9A-Fa-f]{1,6});?){6,}")
 _PERCENT = re.compile(r"[\w.~+-]*(?:%[0-9A-Fa-f]{2}[\w.~+-]*){3,}")
 
 
@@ -138,6 +143,12 @@ def _unescaped(run: str) -> str | None:
 def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
     if "\n" in run:
         return _unwrapped(run)
+    if run.startswith("&#"):
+        text = _legible(html.unescape(run))
+        return None if text is None else (text, "html")
+    if run[:2] in ("0x", "0X") and (" " in run or "," in run):
+        text = _readable(bytes.fromhex(re.sub("0[xX]|[ ,]", "", run)))
+        return None if text is None else (text, "hex")
     if "%" in run:
         text = _readable(unquote_to_bytes(run.replace("+", " ")))
         return None if text is None else (text, "percent")
@@ -176,6 +187,10 @@ def _runs(text: str) -> list[tuple[int, int, bool]]:
         found += [(match.start(), match.end(), True) for match in _PAIRS.finditer(text)]
     if "\\x" in text or "\\u" in text:
         found += [(match.start(), match.end(), False) for match in _ESCAPED.finditer(text)]
+    if "&#" in text:
+        found += [(match.start(), match.end(), False) for match in _ENTITIES.finditer(text)]
+    if "0x" in text or "0X" in text:
+        found += [(match.start(), match.end(), False) for match in _PREFIXED.finditer(text)]
     if "%" in text:
         found += [(match.start(), match.end(), False) for match in _PERCENT.finditer(text)]
     if found and "\n" in text:

@@ -23,7 +23,7 @@ a letter, and it is not:
   "M3x1c0" -> "Mexico": a name does not hide its letters and then add a version);
 - a name with other digits ("B2B", "i18n", "k8s", "x86", "h264");
 - a mention ("@all") or a ticker ("$AAPL");
-- hex of eight characters or more ("deadbe3f", a hash);
+- hex of eight characters or more ("deadbe3f", a hash), or a hex literal ("0xff");
 - a chemical formula ("CH3OH", "NH4Cl": capitals with lower-case letters after them,
   digits 2..9). So "W0MEN" is read, "L4ZY" is not.
 
@@ -70,6 +70,7 @@ _RUN_GAP = re.compile(r" {2,}|\t+")
 _JOINED_BEFORE = frozenset("./\\:=#%&+~`-_")
 _JOINED_AFTER = frozenset("/\\=#%&+~`-_")
 _HEX = re.compile(r"[0-9A-Fa-f]{8,}")
+_HEX_LITERAL = re.compile(r"0[xX][0-9A-Fa-f]+")  # "0xff", a number in code
 _LETTERS_AND_SIGNS = re.compile(r"[A-Za-z013457@$]+")
 _FORMULA = re.compile(r"(?:[A-Z][a-z]?[2-9]*)+")
 
@@ -131,7 +132,11 @@ def _one(before: str, after: str, doubled: bool = True) -> str:
 def _read(word: str, dense: bool = False) -> str:
     """`word` with the signs inside it read as letters, or `word` when the rules say no;
     `dense`: on a line written in signs, short words and leading and trailing signs too."""
-    if _HEX.fullmatch(word) or not _LETTERS_AND_SIGNS.fullmatch(word):
+    if (
+        _HEX.fullmatch(word)
+        or _HEX_LITERAL.fullmatch(word)
+        or not _LETTERS_AND_SIGNS.fullmatch(word)
+    ):
         return word
     if (
         sum(map(str.isalpha, word)) < (1 if dense else 3)

@@ -14,11 +14,11 @@ are undone. `judged_view` applies, in this order:
    Combining marks that decorate Latin words (strikethrough, stacks of marks) removed
    (`"marks"`; `guard.integrity._marks`); accents that compose and the marks of
    scripts that need them stay.
-4. Base64, base32, hex and percent-escaped runs (also wrapped over lines) that decode
-   to readable text replaced by it (`"base64"`, `"base32"`, `"hex"`, `"percent"`;
-   `guard.integrity._encoded`), one level deep; steps 1..3 then read the decoded text
-   too. Markdown comments (`[//]: # (...)`), which a rendered page does not show,
-   read as the text they hold (`"comments"`).
+4. Base64, base32, hex (also "0x41 0x73 ..."), percent-escaped runs and HTML character
+   references that decode to readable text replaced by it (`"base64"`, `"base32"`,
+   `"hex"`, `"percent"`, `"html"`; `guard.integrity._encoded`), one level deep; steps
+   1..3 then read the decoded text too. Markdown comments (`[//]: # (...)`), which a
+   rendered page does not show, read as the text they hold (`"comments"`).
 5. Letters spelled out one by one joined (`"spacing"`), look-alike letters folded to
    the script of their word (`"confusables"`; `guard.integrity._lookalikes`), digits
    and signs inside words read as letters (`"digits"`; `guard.integrity._spelling`).
@@ -63,6 +63,7 @@ Normalisation = Literal[
     "hex",
     "percent",
     "comments",
+    "html",
 ]
 NORMALISATIONS: tuple[Normalisation, ...] = get_args(Normalisation)
 

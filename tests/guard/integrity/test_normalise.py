@@ -289,6 +289,32 @@ def test_percent_escaped_text_is_read(text):
 @pytest.mark.parametrize(
     "text",
     [
+        " ".join(f"0x{byte:02x}" for byte in LONGER.encode()),  # bytes as code lists them
+        ", ".join(f"0x{byte:02X}" for byte in LONGER.encode()),
+        "".join(f"&#{ord(char)};" for char in LONGER),  # HTML character references
+        "".join(f"&#x{ord(char):x};" for char in LONGER),
+    ],
+)
+def test_bytes_and_character_references_are_read(text):
+    view = judged_view(f"Here: {text}")
+    assert view.text == f"Here: {LONGER}"
+    assert view.applied in (("hex",), ("html",))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Use &amp; and &#169; 2024 in the footer; mask 0xff 0x00 0x10.",
+        "Flags: 0x00, 0xff, 0x10, 0x20, 0x7f, 0x80, 0x81, 0x90, 0xa0",  # bytes, not text
+    ],
+)
+def test_a_few_references_and_binary_bytes_stay(text):
+    assert judged_view(text).applied == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "100% sure, 50% off, and %d or %s in a format string",
         "https://example.org/file%2Ftmp",  # one escape: a path, not text
         "%FF%FE%00%01%80%81",  # bytes, not UTF-8 text
