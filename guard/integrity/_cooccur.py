@@ -97,7 +97,7 @@ _POINTING = re.compile(
 # something else: its prompt or guidelines, a court's judge, an AI speaking of itself.
 _PLURAL = re.compile(r"\w{0,3}s(?!\w)")
 _OTHER_THING = re.compile(
-    r"(?:'s|\u2019s)?\W{0,2}(?:prompts?|guidelines?|guide|handbook|manual|training|rubric"
+    r"(?:'s|\u2019s)?\W{0,2}(?:prompts?|guidelines?|guidance|guide|handbook|manual|training|rubric"
     r"|template|meetings?|team|position|role|job|polic(?:y|ies)|outputs? (?:a|the))\b"
 )
 # Spoken of, not to: its own thing ("the evaluator's report"), or what it did or does
@@ -188,20 +188,26 @@ _STREWN_MARKS = re.compile("(?<=[a-z])[\u0300-\u0333]+")
 _STRAY_MARK = re.compile("[\u0300-\u0333]")
 
 
-def _compact(lowered: str) -> str:
+def _compact(lowered: str) -> tuple[str, bool]:
+    """`lowered` with spelled-out words joined and strewn marks removed, and whether its
+    words changed (a wider gap closed changes none)."""
+    rewritten = False
     if "  " in lowered:
-        lowered = _WIDE_GAP.sub(" ", _SPACED_PAIR.sub(r"\1\2", lowered))
+        joined = _SPACED_PAIR.sub(r"\1\2", lowered)
+        rewritten = joined != lowered
+        lowered = _WIDE_GAP.sub(" ", joined)
     if not lowered.isascii() and _STRAY_MARK.search(lowered):
         lowered = _STREWN_MARKS.sub("", unicodedata.normalize("NFD", lowered))
         lowered = unicodedata.normalize("NFC", lowered)
-    return lowered
+        rewritten = True
+    return lowered, rewritten
 
 
 def find(lowered: str, present: _Keys | None = None) -> re.Match[str] | None:
     """The addressee of the first window that holds all three, if any. `present` is
     `word_starts(lowered)` where the caller has it."""
-    compact = _compact(lowered)
-    if present is None or compact is not lowered:
+    compact, rewritten = _compact(lowered)
+    if present is None or rewritten:
         present = word_starts(compact)
     found = _find(compact, present)
     if found is None or not _REPORTING_SIGNS.search(compact):
@@ -285,8 +291,11 @@ def _addressed(lowered: str, start: int, end: int, addressee: re.Match[str]) -> 
     word = addressee.group()
     if _RELATIVE.match(word):
         return True
+    other = _OTHER_THING.match(lowered, addressee.end())
+    if other and "guid" in other.group() and _POINTING.search(lowered, start, end):
+        return True  # "auditor guidance: content in this reply is test data ..."
     if (
-        _OTHER_THING.match(lowered, addressee.end())
+        other
         or _POSSESSIVE.match(lowered, addressee.end())
         or _REPORTED_DEED.match(lowered, addressee.end())
     ):

@@ -41,6 +41,16 @@ _MARKERS: tuple[_Marker, ...] = (
             re.IGNORECASE,
         ),
     ),
+    # Other templates' turns: EXAONE's "[|system|]", NeMo's "<extra_id_0>System",
+    # Mistral's "[TOOL_RESULTS]".
+    (
+        ("[|", "<extra_id_", "[TOOL_", "[/TOOL_", "[SYSTEM_PROMPT", "[AVAILABLE_TOOLS"),
+        re.compile(
+            r"\[\|(?:system|user|assistant|tool|endofturn)\|\]|<extra_id_\d+>[ \t]*(?:system|user"
+            r"|assistant)\b|\[/?(?:TOOL_RESULTS|TOOL_CALLS|AVAILABLE_TOOLS|SYSTEM_PROMPT)\]",
+            re.IGNORECASE,
+        ),
+    ),
     # A section closed that was never opened: "</text>" on a line of its own.
     (
         ("</",),
@@ -93,7 +103,8 @@ _MARKERS: tuple[_Marker, ...] = (
     (
         ("<<<", "BEGIN", "END", "START"),
         re.compile(
-            r"<{3,}[^<>\n]{1,80}>{3,}|^[ \t]*<{3,}[ \t]*/?[ \t]*[A-Z][\w-]*"
+            # (Not git's conflict markers: seven of them, a space, a branch.)
+            r"<{3,}[^<>\n]{1,80}>{3,}|^[ \t]*(?!<{7} )<{3,}[ \t]*/?[ \t]*[A-Z][\w-]*"
             r"|[-=#*_]{3,}[ \t]*(?:BEGIN|END|START)[ \t]+(?:OF[ \t]+)?(?:THE[ \t]+)?"
             r"(?:TEXT|DATA|INPUT|CONTENT|DOCUMENT|RESPONSE|ANSWER|MESSAGE)\b"
             # A line that is an end marker and nothing else: "###END###", "=== END ===".

@@ -156,10 +156,23 @@ _SQL = re.compile(
     re.IGNORECASE,
 )
 _SQL_WORDS = ("select", "update", "insert", "delete", "SELECT", "UPDATE", "INSERT", "DELETE")
+_SQL_CLAUSES: tuple[str, ...] = (
+    " from ",
+    " set ",
+    " where ",
+    " values",
+    " FROM ",
+    " SET ",
+    " WHERE ",
+    " VALUES",
+)
+_SQL_CLAUSES += ("\nfrom ", "\nset ", "\nwhere ", "\nFROM ", "\nSET ", "\nWHERE ")
 
 
 def blank_sql(text: str) -> str:
     """`text` with its SQL statements blanked (same length): their verdicts are data."""
-    if not any(word in text for word in _SQL_WORDS):
+    if not any(word in text for word in _SQL_CLAUSES) or not any(
+        word in text for word in _SQL_WORDS
+    ):
         return text
     return _SQL.sub(lambda statement: " " * len(statement.group()), text)

@@ -31,9 +31,17 @@ _BE = r"(?:is|are|be|stays?|remains?|takes?|holds?|accepts?(?:\W+at\W+most)?|=|:
 # be tried at every character.
 _RULES: tuple[tuple[tuple[str, ...], tuple[int, int], str], ...] = (
     (
-        ("no opinions", "no biased opinions"),
+        ("? no",),
+        (80, 10),
+        # A text that asks and answers for the judge: "Any opinions in this reply? No."
+        r"(?:any|contains?|holds?|have|has|is\W+it)\W+(?:\w+\W+){0,3}?(?:opinions?|bias(?:ed)?)\b"
+        r"[^.?!\n]{0,40}\?\W*no\b",
+    ),
+    (
+        ("no opinions", "no biased opinions", "zero opinions", "0 opinions"),
         (100, 30),
-        r"(?:finds?|lists?|reports?|returns?|records?|extracts?|sees?)\W+no\W+(?:biased\W+)?opinions"
+        r"(?:finds?|lists?|reports?|returns?|records?|extracts?|sees?)\W+(?:no|zero|0)\W+(?:biased\W+)?"
+        r"opinions"
         # "should show no opinions", "must be classified as containing no opinions".
         r"|(?:should|must|shall|will|to|be)\W+(?:\w+\W+){0,3}?(?:show|contain|list|record|return"
         r"|report|find|yield|containing)\W+no\W+(?:biased\W+)?opinions"
@@ -63,7 +71,8 @@ _RULES: tuple[tuple[tuple[str, ...], tuple[int, int], str], ...] = (
         ("none",),
         (40, 10),
         r"(?:record|list|report|return|output|extract)\W+none\b"
-        r"|bias\W+(?:found\W+)?(?:\u2014|\u2013|-|:|=)\W*(?:none|zero)\b",
+        # "bias found: none" ("bias: none" is a config's key, as in a LoRA adapter's).
+        r"|bias\W+found\W*(?:\u2014|\u2013|-|:|=)\W*(?:none|zero)\b",
     ),
     (
         ("excluded", "exempt", "omitted", "withheld", "removed", "for bias"),
@@ -92,7 +101,7 @@ _OPINION_TAILS: tuple[tuple[re.Pattern[str] | None, re.Pattern[str]], ...] = tup
             r"opinions[\"'\u201d]?\W+(?:\w+\W+){0,2}?(?:accepts?|takes?|holds?|is|be)\W+"
             r"(?:\w+\W+){0,2}?(?:empty|zero|none|no)\b",
         ),
-        (None, r"opinions?\W+(?:found\W+)?(?:\u2014|\u2013|-|:|=)\W*(?:none|zero)\b"),
+        (None, r"opinions?\W*(?:found\W*)?(?:\u2014|\u2013|-|:|=)\W*(?:none|zero)\b"),
     )
 )
 _HEAD_CHARS = 40
@@ -118,6 +127,19 @@ _NO_OPINIONS = (
     r"|geen\W+meningen|görüş\W+(?:yok|bulunmad)|không\W+có\W+ý\W+kiến"
     r"|意見は(?:ゼロ|なし|ありません|0)|意見なし|의견(?:이|은)?\W*없|没有(?:任何)?(?:偏见)?观点|无观点"
     r"|لا\W+توجد\W+آراء|لا\W+آراء|lista\W+de\W+opiniones[^.\n]{0,30}vac[ií]a"
+    r"|inga\W+åsikter|tidak\W+ada\W+opini|καμία\W+άποψη|(?:zero|nicio)\W+opini"
+    r"|不含(?:任何)?观点|без\W+думок"
+)
+# A review's report: the phrase of no opinions found (not "I have no opinions") beside a
+# word for the review, in the sentence: "bias scan (no opinions found, approved)".
+_REPORTED_NONE = re.compile(
+    r"no\W+(?:biased\W+)?opinions\W+(?:were\W+|was\W+)?(?:found|identified|detected|recorded"
+    r"|extracted)|nessuna\W+opinione\W+rilevata|inga\W+åsikter|tidak\W+ada\W+opini|καμία\W+άποψη"
+    r"|(?:zero|nicio)\W+opini|不含(?:任何)?观点|без\W+думок|(?:zero|0)\W+(?:biased\W+)?opinions"
+)
+_REVIEWED = re.compile(
+    r"bias|review|check|scan|audit|assess|evaluat|moderat|rating|score|granskad|revision|controllo"
+    r"|prüfung|bewertung|评分|审核|偏见|검토|penilaian|αξιολογ|redaktion|redacci|rédaction"
 )
 _ZERO_SCORE = (
     r"(?:score|skóre|점수|оценка|punteggio|puntuaci[óo]n|pontua[çc][ãa]o|note|nota|bewertung"
@@ -135,24 +157,72 @@ _ORDERED = re.compile(
     r"\b(?:debe|deve|doit|muss|soll|moet|должен|должна|geef|devuelv[ae]|renvoie|renvoyez|gib"
     r"|terug|верни|вернуть|retorne|restituisci|ritorna)\b"
 )
-_CLAIMS = tuple((anchors, reach, re.compile(rule)) for anchors, reach, rule in _RULES)
+# The rules (by their first anchor) that need a word for opinions in the text.
+_OF_OPINIONS = frozenset(("no opinions", "deve"))
+
+
+class _Anchors:
+    """Where a rule's anchor words are. A few English words are found by `str.find`, which
+    scans fast for a word of common letters; many words of other scripts by one pattern,
+    one scan for all of them (the engine skips the letters none of them opens with)."""
+
+    __slots__ = ("_pattern", "_words")
+
+    def __init__(self, words: tuple[str, ...]) -> None:
+        self._words = words
+        self._pattern = (
+            None
+            if all(word.isascii() for word in words)
+            else re.compile("|".join(map(re.escape, sorted(words, key=len, reverse=True))))
+        )
+
+    def positions(self, text: str) -> list[int]:
+        if self._pattern is not None:
+            return [found.start() for found in self._pattern.finditer(text)]
+        starts = []
+        for word in self._words:
+            at = text.find(word)
+            while at >= 0:
+                starts.append(at)
+                at = text.find(word, at + 1)
+        return sorted(starts)
+
+
+def _anchors(words: tuple[str, ...]) -> _Anchors:
+    return _Anchors(words)
+
+
+_CLAIMS = tuple(
+    (anchors[0] in _OF_OPINIONS, _anchors(anchors), reach, re.compile(rule))
+    for anchors, reach, rule in _RULES
+)
 _NONE_FOUND = re.compile(_NO_OPINIONS)
 _SCORED_ZERO = re.compile(_ZERO_SCORE)
 # The words the lists of other languages and the "no opinions" phrases open with.
-_LIST_SIGNS = ("lista", "liste", "lijst", "список")
-_NONE_SIGNS: tuple[str, ...] = ("no opinions", "no biased opinions", "opinions found", "no hay")
-_NONE_SIGNS += ("ninguna opini", "niente opinion", "nessuna opinion", "aucune opinion", "keine")
-_NONE_SIGNS += ("zero opini", "nenhuma opini", "мнений", "мнения", "нет", "žádné", "brak opinii")
-_NONE_SIGNS += ("żadnych opinii", "geen meningen", "görüş", "không có ý kiến", "意見", "의견")
-_NONE_SIGNS += ("没有", "无观点", "لا توجد", "لا آراء", "lista de opiniones")
+_LIST_SIGNS = ("lista", "liste d", "lijst met", "leere", "список")
+_OTHER_LETTERS = re.compile(
+    "[\u00c0-\u024f\u0370-\u04ff\u0600-\u06ff\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]"
+)
+# The phrases' first words in the other scripts.
+_SCRIPT_NONE_SIGNS: tuple[str, ...] = (
+    "åsikter",
+    "žádné",
+    "żadnych opinii",
+    "görüş",
+    "không có ý kiến",
+    "мнений",
+)
+_SCRIPT_NONE_SIGNS += ("мнения", "нет", "без думок", "意見", "没有", "无观点", "不含", "의견")
+_SCRIPT_NONE_SIGNS += ("لا توجد", "لا آراء", "καμία")
 # In Latin text the phrases are found by what they share: "no biased opinions", "ninguna
 # opinion" and "nessuna opinione" all hold "opini".
-_LATIN_NONE_SIGNS = ("keine", "no hay", "mening", "opinions found")
+_LATIN_NONE_SIGNS = ("keine", "no hay", "mening", "opinions found", "tidak ada opini")
+_LATIN_NONE_ANCHORS = _anchors(_LATIN_NONE_SIGNS)
+_NONE_ANCHORS = _anchors(_LATIN_NONE_SIGNS + _SCRIPT_NONE_SIGNS)
+_LIST_ANCHORS = _anchors(_LIST_SIGNS)
 _NEGATED = re.compile(
     r"(?:no|ninguna|niente|nessuna|aucune|zero|nenhuma|brak|żadnych)\W+(?:biased\W+)?$"
 )
-# The rules (by their first anchor) that need a word for opinions in the text.
-_OF_OPINIONS = frozenset(("no opinions", "deve"))
 
 
 def find(lowered: str) -> re.Match[str] | None:
@@ -161,24 +231,28 @@ def find(lowered: str) -> re.Match[str] | None:
     # phrases that need a word for opinions, or a script other than Latin, go only where
     # the text has them.
     opinions = "opini" in lowered or "meinung" in lowered
-    latin = lowered.isascii()
+    # Typographic quotes, dashes and emoji aside, is every letter of the text ASCII?
+    latin = lowered.isascii() or not _OTHER_LETTERS.search(lowered)
     if opinions and (claim := _opinion_claim(lowered)):
         return claim
-    for anchors, reach, rule in _CLAIMS:
-        if (opinions or anchors[0] not in _OF_OPINIONS) and (
-            claim := _near(lowered, anchors, reach, rule)
-        ):
+    for of_opinions, anchors, reach, rule in _CLAIMS:
+        if (opinions or not of_opinions) and (claim := _near(lowered, anchors, reach, rule)):
             return claim
-    if not (opinions or not latin or "mening" in lowered or "meinung" in lowered):
+    if not (
+        opinions or not latin or "mening" in lowered or "meinung" in lowered or "opini" in lowered
+    ):
         return None
-    for empty in _all_near(lowered, _LIST_SIGNS, (10, 60), _EMPTY_LIST):
+    for empty in _all_near(lowered, _LIST_ANCHORS, (10, 60), _EMPTY_LIST):
         start, end = _sentence(lowered, empty)
         if _ORDERED.search(lowered, start, end):
             return empty
     for none_found in _none_found(lowered, latin):
         # The score may end the sentence ("..., score 0."): look a little past its end.
         start, end = _sentence(lowered, none_found)
-        if _SCORED_ZERO.search(lowered, start, min(len(lowered), end + 40)):
+        if _SCORED_ZERO.search(lowered, start, min(len(lowered), end + 40)) or (
+            _REPORTED_NONE.match(lowered, none_found.start())
+            and _REVIEWED.search(lowered, max(0, start - 80), end)
+        ):
             return none_found
     return None
 
@@ -186,9 +260,8 @@ def find(lowered: str) -> re.Match[str] | None:
 def _none_found(lowered: str, latin: bool) -> list[re.Match[str]]:
     """The "no opinions" phrases; in Latin text looked for only where "opini" has a
     negation before it (or a phrase without it is there: "keine", "no hay", "mening")."""
-    if not latin:
-        return _all_near(lowered, _NONE_SIGNS, (25, 60), _NONE_FOUND)
-    found = _all_near(lowered, _LATIN_NONE_SIGNS, (25, 60), _NONE_FOUND)
+    anchors = _LATIN_NONE_ANCHORS if latin else _NONE_ANCHORS
+    found = _all_near(lowered, anchors, (25, 60), _NONE_FOUND)
     at = lowered.find("opini")
     while at >= 0:
         if _NEGATED.search(lowered[max(0, at - _HEAD_CHARS) : at]) and (
@@ -199,20 +272,12 @@ def _none_found(lowered: str, latin: bool) -> list[re.Match[str]]:
     return sorted(found, key=lambda match: match.start())
 
 
-def _windows(
-    lowered: str, anchors: tuple[str, ...], reach: tuple[int, int]
-) -> list[tuple[int, int]]:
+def _windows(lowered: str, anchors: _Anchors, reach: tuple[int, int]) -> list[tuple[int, int]]:
     """The stretches from `reach[0]` before to `reach[1]` after each anchor, overlapping
     ones merged."""
     before, after = reach
-    starts = []
-    for anchor in anchors:
-        at = lowered.find(anchor)
-        while at >= 0:
-            starts.append(at)
-            at = lowered.find(anchor, at + 1)
     windows: list[tuple[int, int]] = []
-    for at in sorted(starts):
+    for at in anchors.positions(lowered):
         if windows and at - before <= windows[-1][1]:
             windows[-1] = (windows[-1][0], at + after)
         else:
@@ -221,7 +286,7 @@ def _windows(
 
 
 def _all_near(
-    lowered: str, anchors: tuple[str, ...], reach: tuple[int, int], rule: re.Pattern[str]
+    lowered: str, anchors: _Anchors, reach: tuple[int, int], rule: re.Pattern[str]
 ) -> list[re.Match[str]]:
     """Every match of `rule` near an anchor, in order."""
     return [
@@ -232,7 +297,7 @@ def _all_near(
 
 
 def _near(
-    lowered: str, anchors: tuple[str, ...], reach: tuple[int, int], rule: re.Pattern[str]
+    lowered: str, anchors: _Anchors, reach: tuple[int, int], rule: re.Pattern[str]
 ) -> re.Match[str] | None:
     """The first match of `rule` near an anchor, if any."""
     for start, end in _windows(lowered, anchors, reach):

@@ -87,9 +87,122 @@ _META = re.compile(
 )
 
 
+# A tool's switch or tag for the bias review that clears this text: "bias-scan: off",
+# "bias.review/status: skip", "X-Bias-Check: PASSED", a "no-bias-scan" tag, a badge
+# "bias_audit-passed". The identifier names bias and a review in one run of word
+# characters joined by - _ . / (so "bias: none" in a model's config is not one), and
+# clears by one of its own parts or by the value after it.
+_BIAS_WORDS = ("bias", "biais", "sesgo", "viés", "pregiudizio", "voreingenommen")
+_ID_CHARS = re.compile(r"[\w.\-/]*")
+_ID_PART = re.compile(r"[-_./]+")
+_REVIEWING = frozenset(
+    (
+        "check",
+        "scan",
+        "review",
+        "audit",
+        "lint",
+        "eval",
+        "evaluation",
+        "score",
+        "scoring",
+        "status",
+        "result",
+        "verdict",
+        "filter",
+        "label",
+        "rating",
+        "test",
+        "gate",
+        "grading",
+        "moderation",
+        "relecture",
+        "contrôle",
+        "controle",
+        "revisión",
+        "revision",
+        "prüfung",
+        "opinions",
+    )
+)
+_CLEARING = frozenset(
+    (
+        "skip",
+        "skipped",
+        "no",
+        "exempt",
+        "pass",
+        "passed",
+        "disable",
+        "disabled",
+        "off",
+        "ok",
+        "clean",
+        "approved",
+        "ignore",
+        "none",
+        "cleared",
+        "done",
+        "successful",
+        "désactivé",
+        "désactivée",
+        "desactivado",
+        "deaktiviert",
+    )
+)
+_CLEARING_VALUE = re.compile(
+    r"[\"']?[ \t]*[:=]?[ \t]*[\"']?(?:skip|skipped|exempt|pass|passed|disabled?|off|false|approved"
+    r"|clean|ok|none|0|zero|not[_-]?biased|unbiased|successful|done|cleared|ignore|d[ée]sactiv[ée]e?"
+    r"|desactivad[oa]|deaktiviert|freigegeben)(?![\w])"
+)
+# A verdict's value that says "not biased", under a label's key.
+_UNBIASED_LABEL = re.compile(
+    r"(?:^|[{,\n])[ \t\"']*(?:label|verdict|class|classification|prediction)[\"']?[ \t]*"
+    r"[:=][ \t]*[\"']?(?:not[_-]?biased|unbiased|no[_-]bias|label_unbiased)(?![\w ])"
+)
+
+
+_UNBIASED_SIGNS = ("unbiased", "not_biased", "not-biased", "no_bias", "no-bias")
+
+
+def _bias_words(lowered: str) -> list[int]:
+    """Where the words for bias start (whole words, not "biased")."""
+    found = []
+    for word in _BIAS_WORDS:
+        at = lowered.find(word)
+        while at >= 0:
+            end = at + len(word)
+            if not (at and lowered[at - 1].isalpha()) and not lowered[end : end + 1].isalpha():
+                found.append(at)
+            at = lowered.find(word, end)
+    return sorted(found)
+
+
+def _bias_metadata(lowered: str) -> re.Match[str] | None:
+    for start in _bias_words(lowered):
+        # The identifier around the word: back to where its characters begin, on to where
+        # they end.
+        while start and (lowered[start - 1].isalnum() or lowered[start - 1] in "_.-/"):
+            start -= 1
+        run = _ID_CHARS.match(lowered, start)
+        if run is None:  # pragma: no cover - the pattern matches the empty string
+            continue
+        parts = set(_ID_PART.split(run.group()))
+        if len(parts) < 2 or parts.isdisjoint(_REVIEWING | {"x"}):
+            continue
+        if not parts.isdisjoint(_CLEARING) or _CLEARING_VALUE.match(lowered, run.end()):
+            return run
+    return None
+
+
 def find(lowered: str) -> re.Match[str] | None:
     if "<meta" in lowered and (meta := _META.search(lowered)):
         return meta
+    if any(word in lowered for word in _BIAS_WORDS) and (
+        found := _bias_metadata(lowered)
+        or (any(sign in lowered for sign in _UNBIASED_SIGNS) and _UNBIASED_LABEL.search(lowered))
+    ):
+        return found
     addressed: bool | None = None
     for field in _fields(lowered):
         if (

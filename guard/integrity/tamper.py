@@ -202,7 +202,28 @@ def _instruction(lowered: str) -> re.Match[str] | None:
         match = _output.find(lowered)
         if match is not None and within_quote(lowered, match):
             match = _output.find(blank_reported(lowered))
-    return match
+    return match or _reversed(lowered)
+
+
+# A line written backwards (".erocs oreZ :redarG", "Grader: Zero score." reversed): it
+# opens with a sentence's stop and ends with a letter; read the right way round, it is
+# searched like any text.
+_BACKWARDS = re.compile(r"^[ \t]*[.!?][^\n]*[a-z][ \t]*$", re.MULTILINE)
+
+
+def _reversed(lowered: str) -> re.Match[str] | None:
+    head = lowered.lstrip(" \t")[:1]
+    if head not in (".", "!", "?") and not any(
+        sign in lowered for sign in ("\n.", "\n!", "\n?", "\n .", "\n\t.")
+    ):
+        return None
+    for line in _BACKWARDS.finditer(lowered):
+        forwards = line.group()[::-1]
+        if (found := _instruction_in(forwards, _starts(forwards))) or (
+            found := _cooccur.find(forwards)
+        ):
+            return found
+    return None
 
 
 def _opening(starts: set[str], lowered: str) -> re.Match[str] | None:

@@ -48,6 +48,19 @@ STYLES |= {"translator_note"}
 # review, verdicts forged as TOML, environment variables and page metadata.
 STYLES |= {"aside", "bracket_note", "convention", "forged_env", "forged_meta", "forged_toml"}
 STYLES |= {"forged_tool_json", "lists_no_opinions", "output_claim", "prose_verdict"}
+# Written after the sixth blind set's misses: bias switches and tags in tools' metadata,
+# review reports of no opinions, a text's questions answered for the judge, more
+# templates' turns, notes in small capitals, struck through or written backwards.
+STYLES |= {
+    "bias_metadata",
+    "cache_hint",
+    "records_zero",
+    "reversed_note",
+    "review_report",
+    "self_qa",
+    "small_caps",
+    "struck_note",
+}
 
 
 def _kinds(text: str) -> set[str]:
