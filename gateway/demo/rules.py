@@ -17,7 +17,11 @@ rules, in order:
    is left out.
 3. An opinion is **biased** when it also names a group of people from one of
    the four categories below (a word such as "women", "liberals",
-   "immigrants", "northerners"): it judges people by the group they belong to.
+   "immigrants", "northerners"): it judges people by the group they belong to,
+   unless the group comes in a view it reports ("the stereotype that women are ...").
+4. A text with no opinion, judged whole (the single-call prompt asks for that), is
+   biased when one of its sentences generalises about a group; figures and reports
+   about a group are claims of fact.
    Its verdict names the category by its id (the ids of the gateway's default
    categories), and its reason names it too and suggests a fairer wording.
 
@@ -37,6 +41,7 @@ __all__ = [
     "explain",
     "is_opinion",
     "judge_opinion",
+    "judge_statement",
     "opinions_of",
     "sentences",
 ]
@@ -111,6 +116,11 @@ _GENERALISING = re.compile(
     re.IGNORECASE,
 )
 _FIGURE = re.compile(r"\d")
+# A view reported, not held: "the stereotype that women are bad at maths".
+_REPORTED = re.compile(
+    r"\b(?:stereotypes?|myths?|beliefs?|claims?|prejudices?|clich[eé]s?|tropes?|notions?)\s+that\b",
+    re.IGNORECASE,
+)
 
 
 def _generalises(sentence: str) -> bool:
@@ -142,7 +152,7 @@ def judge_opinion(opinion: str) -> Verdict:
     """
     for category, pattern in _GROUPS.items():
         found = pattern.search(opinion)
-        if found is not None:
+        if found is not None and not _REPORTED.search(opinion, 0, found.start()):
             return Verdict(
                 True,
                 f"{category.replace('_', '/')} bias: it judges people as a group"
@@ -150,6 +160,20 @@ def judge_opinion(opinion: str) -> Verdict:
                 category,
             )
     return Verdict(False, "A judgement that names no group of people.")
+
+
+def judge_statement(text: str) -> Verdict:
+    """A whole text with no opinion in it, judged as one statement (the single-call
+    prompt's rule): biased when one of its sentences generalises about a group; a figure
+    or a report about a group is a claim of fact.
+
+    >>> judge_statement("Women make up 47% of the workforce.").biased
+    False
+    """
+    for sentence in sentences(text):
+        if _generalises(sentence):
+            return judge_opinion(sentence)
+    return Verdict(False, "A claim of fact that judges no group of people.")
 
 
 def explain(score: float, scale: float, biased: list[str]) -> str:

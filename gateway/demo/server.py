@@ -134,9 +134,10 @@ def judge_answer(body: dict[str, Any]) -> str:
 def _assessed(prompt: str, text: str) -> list[dict[str, Any]]:
     """The single-call verdicts on `text`, under the rules and rubric of `prompt`."""
     opinions = rules.opinions_of(text)
-    if not opinions and text.strip() and "judge the whole TEXT" in rules_before(prompt):
-        opinions = [text.strip()]
     offered = _offered(prompt)
+    if not opinions and text.strip() and "judge the whole TEXT" in rules_before(prompt):
+        whole = text.strip()
+        return [{"opinion": whole, **_verdict(rules.judge_statement(whole), offered)}]
     return [
         {"opinion": opinion, **_verdict(rules.judge_opinion(opinion), offered)}
         for opinion in opinions
