@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from guard.integrity.tamper import KINDS, Tamper, detect, excerpt
 from testkit.attacks import Sample, attacks, benign
+from tests.support.tamper import kinds
 
 ATTACKS = attacks()
 BENIGN = benign()
@@ -61,10 +62,6 @@ STYLES |= {
     "small_caps",
     "struck_note",
 }
-
-
-def _kinds(text: str) -> set[str]:
-    return {finding.kind for finding in detect(text)}
 
 
 def _ids(sample: Sample) -> str:
@@ -124,7 +121,7 @@ def test_a_tool_argument_attack_carries_its_text_in_a_string_argument(sample: Sa
 
 @pytest.mark.parametrize("sample", EXPECTING, ids=_ids)
 def test_every_attack_gets_the_kinds_it_expects(sample: Sample) -> None:
-    assert set(sample.expect_tamper) <= _kinds(sample.text)
+    assert set(sample.expect_tamper) <= kinds(sample.text)
 
 
 def test_at_least_90_percent_of_injected_texts_carry_the_mark() -> None:
@@ -142,7 +139,7 @@ def test_injections_in_every_language_are_marked(language: str) -> None:
 def test_every_hidden_text_attack_is_marked() -> None:
     hidden = [sample for sample in ATTACKS if sample.family == "hidden_text"]
     assert hidden
-    assert all(_kinds(sample.text) & {"hidden_text", "bidi"} for sample in hidden)
+    assert all(kinds(sample.text) & {"hidden_text", "bidi"} for sample in hidden)
 
 
 def test_at_most_one_benign_text_in_30_is_marked() -> None:
@@ -278,7 +275,7 @@ def test_ordinary_text_is_quiet(text: str) -> None:
 
 def test_an_override_that_reverses_latin_text_inside_arabic_text_is_marked() -> None:
     text = "مرحبا \u202e.dael ot lanoitome oot era nemoW\u202c"
-    assert _kinds(text) == {"bidi"}
+    assert kinds(text) == {"bidi"}
 
 
 def test_a_finding_reads_as_a_dict() -> None:

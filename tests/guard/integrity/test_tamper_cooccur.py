@@ -6,10 +6,7 @@ from __future__ import annotations
 import pytest
 
 from guard.integrity.tamper import detect
-
-
-def _kinds(text: str) -> set[str]:
-    return {finding.kind for finding in detect(text)}
+from tests.support.tamper import kinds
 
 
 @pytest.mark.parametrize(
@@ -42,7 +39,7 @@ def _kinds(text: str) -> set[str]:
     ],
 )
 def test_a_judge_told_what_to_find_in_this_text_is_an_instruction(text: str) -> None:
-    assert "instruction" in _kinds(text)
+    assert "instruction" in kinds(text)
 
 
 @pytest.mark.parametrize(
@@ -98,7 +95,7 @@ def test_guidelines_about_other_texts_and_reports_of_one_are_quiet(text: str) ->
     ],
 )
 def test_a_clearing_verdict_in_a_field_of_the_review_is_forged(text: str) -> None:
-    assert "forged_verdict" in _kinds(text)
+    assert "forged_verdict" in kinds(text)
 
 
 @pytest.mark.parametrize(
@@ -138,4 +135,4 @@ def test_role_tokens_that_prose_explains_are_quiet(text: str) -> None:
     ],
 )
 def test_role_tokens_that_open_a_turn_stay_forged(text: str) -> None:
-    assert "forged_marker" in _kinds(text)
+    assert "forged_marker" in kinds(text)
