@@ -155,24 +155,15 @@ _SQL = re.compile(
     r"\b(?:from|set|where|values)\b(?:[^;]|\n(?!\s*\n))*(?:;|(?=\n\s*\n)|$)",
     re.IGNORECASE,
 )
-_SQL_WORDS = ("select", "update", "insert", "delete", "SELECT", "UPDATE", "INSERT", "DELETE")
-_SQL_CLAUSES: tuple[str, ...] = (
-    " from ",
-    " set ",
-    " where ",
-    " values",
-    " FROM ",
-    " SET ",
-    " WHERE ",
-    " VALUES",
-)
-_SQL_CLAUSES += ("\nfrom ", "\nset ", "\nwhere ", "\nFROM ", "\nSET ", "\nWHERE ")
+_SQL_WORDS = ("select", "update", "insert", "delete")
+_SQL_CLAUSES = (" from ", " set ", " where ", " values", "\nfrom ", "\nset ", "\nwhere ")
 
 
-def blank_sql(text: str) -> str:
-    """`text` with its SQL statements blanked (same length): their verdicts are data."""
-    if not any(word in text for word in _SQL_CLAUSES) or not any(
-        word in text for word in _SQL_WORDS
+def blank_sql(text: str, lowered: str) -> str:
+    """`text` with its SQL statements blanked (same length): their verdicts are data.
+    `lowered` is `text` in lower case, where the signs of SQL are looked for."""
+    if not any(word in lowered for word in _SQL_WORDS) or not any(
+        clause in lowered for clause in _SQL_CLAUSES
     ):
         return text
     return _SQL.sub(lambda statement: " " * len(statement.group()), text)

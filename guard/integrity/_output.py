@@ -166,10 +166,17 @@ class _Anchors:
     scans fast for a word of common letters; many words of other scripts by one pattern,
     one scan for all of them (the engine skips the letters none of them opens with)."""
 
-    __slots__ = ("_pattern", "_words")
+    __slots__ = ("_pattern", "_words", "keys")
 
     def __init__(self, words: tuple[str, ...]) -> None:
         self._words = words
+        # The first letters of their first words, as the detector keys a text's words; none
+        # for an anchor that does not open with a word ("? no").
+        self.keys = (
+            frozenset(word.split()[0][:4] for word in words)
+            if all(word[:1].isalnum() for word in words)
+            else frozenset()
+        )
         self._pattern = (
             None
             if all(word.isascii() for word in words)
@@ -220,13 +227,18 @@ _LATIN_NONE_SIGNS = ("keine", "no hay", "mening", "opinions found", "tidak ada o
 _LATIN_NONE_ANCHORS = _anchors(_LATIN_NONE_SIGNS)
 _NONE_ANCHORS = _anchors(_LATIN_NONE_SIGNS + _SCRIPT_NONE_SIGNS)
 _LIST_ANCHORS = _anchors(_LIST_SIGNS)
+_LIST_KEYS = frozenset(sign[:4] for sign in _LIST_SIGNS if sign.isascii())
+_CYRILLIC_LIST = _anchors(("список",))
 _NEGATED = re.compile(
     r"(?:no|ninguna|niente|nessuna|aucune|zero|nenhuma|brak|żadnych)\W+(?:biased\W+)?$"
 )
 
 
-def find(lowered: str) -> re.Match[str] | None:
-    """Where `lowered` (the folded, lower-cased text) declares the judge's output empty."""
+def find(lowered: str, starts: set[str] | None = None) -> re.Match[str] | None:
+    """Where `lowered` (the folded, lower-cased text) declares the judge's output empty.
+    `starts` is the first letters of its words where the caller has them (the detector's
+    `_starts`): a rule none of whose anchor words is there is skipped."""
+    gate = starts
     # Each `str.find` of a word costs about as much as reading the text once: the rules and
     # phrases that need a word for opinions, or a script other than Latin, go only where
     # the text has them.
@@ -236,13 +248,16 @@ def find(lowered: str) -> re.Match[str] | None:
     if opinions and (claim := _opinion_claim(lowered)):
         return claim
     for of_opinions, anchors, reach, rule in _CLAIMS:
+        if gate is not None and anchors.keys and gate.isdisjoint(anchors.keys):
+            continue
         if (opinions or not of_opinions) and (claim := _near(lowered, anchors, reach, rule)):
             return claim
     if not (
         opinions or not latin or "mening" in lowered or "meinung" in lowered or "opini" in lowered
     ):
         return None
-    for empty in _all_near(lowered, _LIST_ANCHORS, (10, 60), _EMPTY_LIST):
+    lists = _LIST_ANCHORS if gate is None or not gate.isdisjoint(_LIST_KEYS) else _CYRILLIC_LIST
+    for empty in _all_near(lowered, lists, (10, 60), _EMPTY_LIST):
         start, end = _sentence(lowered, empty)
         if _ORDERED.search(lowered, start, end):
             return empty

@@ -93,6 +93,7 @@ _META = re.compile(
 # characters joined by - _ . / (so "bias: none" in a model's config is not one), and
 # clears by one of its own parts or by the value after it.
 _BIAS_WORDS = ("bias", "biais", "sesgo", "viés", "pregiudizio", "voreingenommen")
+_BIAS_KEYS = frozenset(word[:4] for word in _BIAS_WORDS)
 _ID_CHARS = re.compile(r"[\w.\-/]*")
 _ID_PART = re.compile(r"[-_./]+")
 _REVIEWING = frozenset(
@@ -195,12 +196,22 @@ def _bias_metadata(lowered: str) -> re.Match[str] | None:
     return None
 
 
-def find(lowered: str) -> re.Match[str] | None:
+def find(lowered: str, starts: set[str] | None = None) -> re.Match[str] | None:
+    """The first verdict forged as a field. `starts` is the first letters of the text's
+    words where the caller has them: no word for bias among them skips that search."""
     if "<meta" in lowered and (meta := _META.search(lowered)):
         return meta
-    if any(word in lowered for word in _BIAS_WORDS) and (
-        found := _bias_metadata(lowered)
-        or (any(sign in lowered for sign in _UNBIASED_SIGNS) and _UNBIASED_LABEL.search(lowered))
+    bias_named = (
+        not starts.isdisjoint(_BIAS_KEYS)
+        if starts is not None
+        else any(word in lowered for word in _BIAS_WORDS)
+    )
+    if bias_named and (found := _bias_metadata(lowered)):
+        return found
+    if (
+        "bias" in lowered
+        and any(sign in lowered for sign in _UNBIASED_SIGNS)
+        and (found := _UNBIASED_LABEL.search(lowered))
     ):
         return found
     addressed: bool | None = None

@@ -192,30 +192,27 @@ _IN_SCRIPT = tuple((words, re.compile(pattern, re.MULTILINE)) for words, pattern
 _OTHER_SCRIPT = re.compile("[\u0600-\u06ff\u0900-\u097f\uac00-\ud7a3]")
 
 
-def _instruction(lowered: str) -> re.Match[str] | None:
-    starts = _starts(lowered)
+def _instruction(lowered: str, starts: set[str]) -> re.Match[str] | None:
     match = _instruction_in(lowered, starts)
     if match is not None and within_quote(lowered, match):
         # Blanking only takes words away: the starts found still gate every rule.
         match = _instruction_in(blank_reported(lowered), starts)
     if match is None and (match := _cooccur.find(lowered, starts)) is None:
-        match = _output.find(lowered)
+        match = _output.find(lowered, starts)
         if match is not None and within_quote(lowered, match):
-            match = _output.find(blank_reported(lowered))
+            match = _output.find(blank_reported(lowered), starts)
     return match or _reversed(lowered)
 
 
 # A line written backwards (".erocs oreZ :redarG", "Grader: Zero score." reversed): it
 # opens with a sentence's stop and ends with a letter; read the right way round, it is
 # searched like any text.
+_STOPS = frozenset(".!?")
 _BACKWARDS = re.compile(r"^[ \t]*[.!?][^\n]*[a-z][ \t]*$", re.MULTILINE)
 
 
 def _reversed(lowered: str) -> re.Match[str] | None:
-    head = lowered.lstrip(" \t")[:1]
-    if head not in (".", "!", "?") and not any(
-        sign in lowered for sign in ("\n.", "\n!", "\n?", "\n .", "\n\t.")
-    ):
+    if not any(line.lstrip(" \t")[:1] in _STOPS for line in lowered.split("\n")):
         return None
     for line in _BACKWARDS.finditer(lowered):
         forwards = line.group()[::-1]
@@ -354,15 +351,18 @@ def detect(text: str) -> tuple[Tamper, ...]:
     """The tamper findings in `text`: at most one per kind, in the order of `KINDS`."""
     if not text:
         return ()
-    folded = blank_sql(fold(text))
+    folded = fold(text)
     lowered = folded.lower()
+    if (blanked := blank_sql(folded, lowered)) is not folded:
+        folded, lowered = blanked, blanked.lower()
+    starts = _starts(lowered)
     checks: tuple[tuple[TamperKind, str, Callable[[], re.Match[str] | None]], ...] = (
         # Lowering keeps the length of almost every text; where it does, the excerpt
         # keeps the text's own case.
         (
             "instruction",
             folded if len(folded) == len(lowered) else lowered,
-            lambda: _instruction(lowered),
+            lambda: _instruction(lowered, starts),
         ),
         (
             "forged_marker",
@@ -372,7 +372,7 @@ def detect(text: str) -> tuple[Tamper, ...]:
         (
             "forged_verdict",
             folded,
-            lambda: verdict(folded, lowered) or _structured.find(lowered),
+            lambda: verdict(folded, lowered) or _structured.find(lowered, starts),
         ),
         ("hidden_text", text, lambda: None if text.isascii() else _hidden(text)),
         ("bidi", text, lambda: None if text.isascii() else _bidi(text)),
