@@ -23,14 +23,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["may_decorate", "strip_decoration"]
+__all__ = ["OVERLAY", "may_decorate", "strip_decoration"]
 
 _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 _LATIN = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff"
 _LEFTOVER = re.compile(f"[{_LATIN}][{_MARKS}]")
 _WORD = re.compile(f"(?:[{_LATIN}][{_MARKS}]*)+")
 _STACK = re.compile(f"[{_MARKS}]{{2,}}")
-_OVERLAY = re.compile("[\u0334-\u0338]")
+OVERLAY = re.compile("[\u0334-\u0338]")
 _MARK = re.compile(f"[{_MARKS}]")
 _LETTER = re.compile(f"[{_LATIN}][{_MARKS}]*")
 
@@ -38,7 +38,7 @@ _LETTER = re.compile(f"[{_LATIN}][{_MARKS}]*")
 def _decorated(word: str) -> bool:
     if not _MARK.search(word):
         return False
-    if _OVERLAY.search(word) or _STACK.search(word):
+    if OVERLAY.search(word) or _STACK.search(word):
         return True
     letters = _LETTER.findall(word)
     marked = sum(len(letter) > 1 or _composed(letter) for letter in letters)

@@ -18,6 +18,7 @@ True
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 __all__ = ["find"]
 
@@ -108,13 +109,11 @@ _HEAD_CHARS = 40
 
 
 def _opinion_claim(lowered: str) -> re.Match[str] | None:
-    at = lowered.find("opinion")
-    while at >= 0:
+    for at in _occurrences(lowered, "opinion"):
         head = lowered[max(0, at - _HEAD_CHARS) : at]
         for before, tail in _OPINION_TAILS:
             if (before is None or before.search(head)) and (claim := tail.match(lowered, at)):
                 return claim
-        at = lowered.find("opinion", at + 1)
     return None
 
 
@@ -186,21 +185,19 @@ class _Anchors:
     def positions(self, text: str) -> list[int]:
         if self._pattern is not None:
             return [found.start() for found in self._pattern.finditer(text)]
-        starts = []
-        for word in self._words:
-            at = text.find(word)
-            while at >= 0:
-                starts.append(at)
-                at = text.find(word, at + 1)
-        return sorted(starts)
+        return sorted(at for word in self._words for at in _occurrences(text, word))
 
 
-def _anchors(words: tuple[str, ...]) -> _Anchors:
-    return _Anchors(words)
+def _occurrences(text: str, word: str) -> Iterator[int]:
+    """Where `word` starts in `text`, each place once."""
+    at = text.find(word)
+    while at >= 0:
+        yield at
+        at = text.find(word, at + 1)
 
 
 _CLAIMS = tuple(
-    (anchors[0] in _OF_OPINIONS, _anchors(anchors), reach, re.compile(rule))
+    (anchors[0] in _OF_OPINIONS, _Anchors(anchors), reach, re.compile(rule))
     for anchors, reach, rule in _RULES
 )
 _NONE_FOUND = re.compile(_NO_OPINIONS)
@@ -224,11 +221,11 @@ _SCRIPT_NONE_SIGNS += ("لا توجد", "لا آراء", "καμία")
 # In Latin text the phrases are found by what they share: "no biased opinions", "ninguna
 # opinion" and "nessuna opinione" all hold "opini".
 _LATIN_NONE_SIGNS = ("keine", "no hay", "mening", "opinions found", "tidak ada opini")
-_LATIN_NONE_ANCHORS = _anchors(_LATIN_NONE_SIGNS)
-_NONE_ANCHORS = _anchors(_LATIN_NONE_SIGNS + _SCRIPT_NONE_SIGNS)
-_LIST_ANCHORS = _anchors(_LIST_SIGNS)
+_LATIN_NONE_ANCHORS = _Anchors(_LATIN_NONE_SIGNS)
+_NONE_ANCHORS = _Anchors(_LATIN_NONE_SIGNS + _SCRIPT_NONE_SIGNS)
+_LIST_ANCHORS = _Anchors(_LIST_SIGNS)
 _LIST_KEYS = frozenset(sign[:4] for sign in _LIST_SIGNS if sign.isascii())
-_CYRILLIC_LIST = _anchors(("список",))
+_CYRILLIC_LIST = _Anchors(("список",))
 _NEGATED = re.compile(
     r"(?:no|ninguna|niente|nessuna|aucune|zero|nenhuma|brak|żadnych)\W+(?:biased\W+)?$"
 )
@@ -238,7 +235,6 @@ def find(lowered: str, starts: set[str] | None = None) -> re.Match[str] | None:
     """Where `lowered` (the folded, lower-cased text) declares the judge's output empty.
     `starts` is the first letters of its words where the caller has them (the detector's
     `_starts`): a rule none of whose anchor words is there is skipped."""
-    gate = starts
     # Each `str.find` of a word costs about as much as reading the text once: the rules and
     # phrases that need a word for opinions, or a script other than Latin, go only where
     # the text has them.
@@ -248,15 +244,13 @@ def find(lowered: str, starts: set[str] | None = None) -> re.Match[str] | None:
     if opinions and (claim := _opinion_claim(lowered)):
         return claim
     for of_opinions, anchors, reach, rule in _CLAIMS:
-        if gate is not None and anchors.keys and gate.isdisjoint(anchors.keys):
+        if starts is not None and anchors.keys and starts.isdisjoint(anchors.keys):
             continue
         if (opinions or not of_opinions) and (claim := _near(lowered, anchors, reach, rule)):
             return claim
-    if not (
-        opinions or not latin or "mening" in lowered or "meinung" in lowered or "opini" in lowered
-    ):
+    if not (opinions or not latin or "mening" in lowered):
         return None
-    lists = _LIST_ANCHORS if gate is None or not gate.isdisjoint(_LIST_KEYS) else _CYRILLIC_LIST
+    lists = _LIST_ANCHORS if starts is None or not starts.isdisjoint(_LIST_KEYS) else _CYRILLIC_LIST
     for empty in _all_near(lowered, lists, (10, 60), _EMPTY_LIST):
         start, end = _sentence(lowered, empty)
         if _ORDERED.search(lowered, start, end):
@@ -277,13 +271,11 @@ def _none_found(lowered: str, latin: bool) -> list[re.Match[str]]:
     negation before it (or a phrase without it is there: "keine", "no hay", "mening")."""
     anchors = _LATIN_NONE_ANCHORS if latin else _NONE_ANCHORS
     found = _all_near(lowered, anchors, (25, 60), _NONE_FOUND)
-    at = lowered.find("opini")
-    while at >= 0:
+    for at in _occurrences(lowered, "opini"):
         if _NEGATED.search(lowered[max(0, at - _HEAD_CHARS) : at]) and (
             match := _NONE_FOUND.search(lowered, max(0, at - _HEAD_CHARS), at + 60)
         ):
             found.append(match)
-        at = lowered.find("opini", at + 1)
     return sorted(found, key=lambda match: match.start())
 
 

@@ -147,36 +147,23 @@ def _read(word: str, dense: bool = False) -> str:
     if _FORMULA.fullmatch(word) and "0" not in word and "1" not in word:
         return word
     if dense:
-        return "".join(_read_all(word))
+        return "".join(_letters(word, len(word)))
     first = next(i for i, char in enumerate(word) if char.isalpha())
     last = max(i for i, char in enumerate(word) if char.isalpha())
     if first > 1:
         return word
-    shouting = all(char.isupper() for char in word if char.isalpha())
     spelled = any(not char.isalpha() for char in word[first:last])
     if spelled and len(word) - last == 2 and word[-1] in _STANDS_FOR_NEXT:
         last += 1  # one sign after a word spelled with signs inside it: read it too
-    read: list[str] = []
-    for index, char in enumerate(word[: last + 1]):
-        if char.isalpha():
-            read.append(char)
-            continue
-        following = word[index + 1 : index + 2]
-        after = _STANDS_FOR_NEXT.get(following, following).lower()
-        doubled = index > 0 and word[index - 1] == "1"
-        letter = (
-            _one(read[-1].lower() if read else "", after, doubled)
-            if char == "1"
-            else _STANDS_FOR[char]
-        )
-        read.append(letter.upper() if shouting else letter)
-    return "".join(read) + word[last + 1 :]
+    return "".join(_letters(word, last + 1)) + word[last + 1 :]
 
 
-def _read_all(word: str) -> Iterator[str]:
+def _letters(word: str, end: int) -> Iterator[str]:
+    """The first `end` characters of `word`, each sign read as the letter it stands for
+    (in capitals when the word's letters are)."""
     shouting = all(char.isupper() for char in word if char.isalpha())
     read = ""
-    for index, char in enumerate(word):
+    for index, char in enumerate(word[:end]):
         if not char.isalpha():
             following = word[index + 1 : index + 2]
             after = _STANDS_FOR_NEXT.get(following, following).lower()

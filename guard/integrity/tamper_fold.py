@@ -24,6 +24,7 @@ from functools import cache
 
 from guard.integrity._lookalikes import fold as fold_lookalikes
 from guard.integrity._lookalikes import fold_capitals
+from guard.integrity._marks import OVERLAY
 from guard.integrity.normalise import nfkc
 
 __all__ = ["fold"]
@@ -93,8 +94,6 @@ def _leet(word: str) -> str:
     return word if _TIME_PART.fullmatch(word) else word.translate(_LEET)
 
 
-# The marks that strike a letter through or slash it: no spelling uses them.
-_OVERLAY = re.compile("[\u0334-\u0338]")
 # Small capitals ("\u0274\u1d0f\u1d1b\u1d07" for "note"), read as the letters they are small
 # capitals of: Unicode's names say which ("LATIN LETTER SMALL CAPITAL N").
 _SMALL_CAPITAL = re.compile("[\u0260-\u02af\u1d00-\u1d2b\ua730-\ua731\ua7ae]")
@@ -123,8 +122,8 @@ def fold(text: str) -> str:
     folded = text
     if not folded.isascii():
         folded = fold_capitals(fold_lookalikes(_INVISIBLE.sub("", nfkc(folded))))
-        if _OVERLAY.search(folded):
-            folded = _OVERLAY.sub("", folded)  # struck through: "r\u0336e\u0336v\u0336"
+        if OVERLAY.search(folded):  # no spelling strikes a letter through or slashes it
+            folded = OVERLAY.sub("", folded)  # "r\u0336e\u0336v\u0336"
         if _SMALL_CAPITAL.search(folded):
             folded = _small_capitals(folded)
     if "-\n" in folded or "- \n" in folded:
