@@ -126,6 +126,8 @@ _REVIEWING = frozenset(
         "opinions",
     )
 )
+# An "X-" header names a review by its own parts: "x-bias-check".
+_REVIEWING_OR_HEADER = _REVIEWING | {"x"}
 _CLEARING = frozenset(
     (
         "skip",
@@ -186,10 +188,9 @@ def _bias_metadata(lowered: str) -> re.Match[str] | None:
         while start and (lowered[start - 1].isalnum() or lowered[start - 1] in "_.-/"):
             start -= 1
         run = _ID_CHARS.match(lowered, start)
-        if run is None:  # pragma: no cover - the pattern matches the empty string
-            continue
+        assert run is not None  # the pattern matches the empty string
         parts = set(_ID_PART.split(run.group()))
-        if len(parts) < 2 or parts.isdisjoint(_REVIEWING | {"x"}):
+        if len(parts) < 2 or parts.isdisjoint(_REVIEWING_OR_HEADER):
             continue
         if not parts.isdisjoint(_CLEARING) or _CLEARING_VALUE.match(lowered, run.end()):
             return run
