@@ -37,6 +37,7 @@ SCENARIOS = {
     "store_queries": "bench.store.queries.run",
     "integrity": "bench.micro.integrity",
     "tamper_corpus": "bench.attacks.tamper_corpus",
+    "tamper_model": "bench.attacks.tamper_model",
     "attacks": "bench.attacks.__main__",
     "probe": "bench.micro.probe",
     "live_probe": "bench.judge.live_probe",

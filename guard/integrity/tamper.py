@@ -37,6 +37,7 @@ from guard.integrity import _cooccur, _output, _structured
 from guard.integrity._forgery import marker, verdict
 from guard.integrity._leads import KEY_CHARS, Leads
 from guard.integrity._mentions import blank_reported, blank_sql, within_quote
+from guard.integrity._model import shipped
 from guard.integrity.phrases import (
     CJK_RULES,
     OPENING,
@@ -46,7 +47,7 @@ from guard.integrity.phrases import (
 )
 from guard.integrity.tamper_fold import fold
 
-__all__ = ["KINDS", "Tamper", "TamperKind", "detect", "excerpt"]
+__all__ = ["KINDS", "Tamper", "TamperKind", "detect", "excerpt", "reading"]
 
 TamperKind = Literal["instruction", "forged_marker", "forged_verdict", "hidden_text", "bidi"]
 KINDS: tuple[TamperKind, ...] = get_args(TamperKind)
@@ -273,6 +274,17 @@ def _instruction_in(lowered: str, starts: set[str]) -> re.Match[str] | None:
     return None
 
 
+def _modelled(folded: str) -> re.Match[str] | None:
+    """The instruction model's best window if it scores above the model's threshold:
+    a match from the window's start to its line's end, for the excerpt."""
+    at = shipped().window(folded)
+    return None if at is None else _LINE.match(folded, at)
+
+
+# From a place in a text to its line's end.
+_LINE = re.compile(r"[^\n]*")
+
+
 def _spaceless(lowered: str) -> re.Match[str] | None:
     present = {
         inner for stem in set(_SPACELESS_STEM.findall(lowered)) for inner in _WITHIN_STEM[stem]
@@ -347,14 +359,34 @@ def _bidi(text: str) -> re.Match[str] | None:
 # -- detect ------------------------------------------------------------------------------
 
 
-def detect(text: str) -> tuple[Tamper, ...]:
-    """The tamper findings in `text`: at most one per kind, in the order of `KINDS`."""
-    if not text:
-        return ()
+def _copies(text: str) -> tuple[str, str]:
+    """The folded copy the rules read, SQL blanked out, and its lower-cased twin."""
     folded = fold(text)
     lowered = folded.lower()
     if (blanked := blank_sql(folded, lowered)) is not folded:
         folded, lowered = blanked, blanked.lower()
+    return folded, lowered
+
+
+def reading(text: str) -> str:
+    """The folded copy of `text` that the detector reads, case kept (what the
+    instruction model is trained on).
+
+    >>> reading("IGN0RE the rubric")
+    'IGNORE the rubric'
+    """
+    return _copies(text)[0]
+
+
+def detect(text: str, *, rules_only: bool = False) -> tuple[Tamper, ...]:
+    """The tamper findings in `text`: at most one per kind, in the order of `KINDS`.
+
+    A text no rule marks is read by the instruction model (`guard.integrity._model`);
+    `rules_only` leaves it out (how its training measures the rules).
+    """
+    if not text:
+        return ()
+    folded, lowered = _copies(text)
     starts = _starts(lowered)
     checks: tuple[tuple[TamperKind, str, Callable[[], re.Match[str] | None]], ...] = (
         # Lowering keeps the length of almost every text; where it does, the excerpt
@@ -384,4 +416,7 @@ def detect(text: str) -> tuple[Tamper, ...]:
             # A layer that read a rewritten copy quotes from that copy.
             quoted = source if len(match.string) == len(source) else match.string
             findings.append(Tamper(kind, excerpt(quoted, match.start(), match.end())))
+    if not findings and not rules_only and (match := _modelled(folded)):
+        # What no rule names, the model may still read as addressed to the judge.
+        findings.append(Tamper("instruction", excerpt(folded, match.start(), match.end())))
     return tuple(findings)

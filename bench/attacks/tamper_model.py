@@ -1,0 +1,249 @@
+"""Train the tamper detector's instruction model, and report it on sets it did not see.
+
+    python -m bench tamper_model [--write] [--out FILE]
+
+The model (`guard/integrity/_model.py`) is logistic regression over the words and
+word pairs present in the detector's folded copy of a text. Its data are the team's own corpus
+(`testkit/attacks/`) and the retired held-out sets (`RETIRED`, each measured once
+before it joined): injections are positives; benign texts and the other families'
+attacks (biased text with no words for the judge: padding, tool arguments, encodings,
+look-alikes) are negatives, so a biased claim alone teaches the model nothing;
+hidden-text attacks are left out (the hidden-character check finds them).
+
+The threshold is the `QUANTILE` of benign scores out of fold: each group (our corpus,
+each retired set) is held out in turn, a model trained on the others scores its
+benign texts, and the threshold sits above all but 1.5 % of them.
+
+The report is a forward test, the way the sets arrived: for each retired set from the
+fourth on, a model trained on our corpus and the sets before it (threshold chosen the
+same way) marks that set, beside the phrase rules as they are now (which were
+developed on those sets, so their column is in-sample) and the two together.
+
+`--write` trains on everything and writes `guard/integrity/tamper_model.json`: the
+tokens whose weight is not negligible, the bias, the threshold, and a digest of the
+data, which a test compares with the data so that the model cannot go stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import optimize, sparse
+
+from bench.harness.report import table
+from gateway.wire.tools import arguments_of, with_tool_lines
+from guard.integrity._model import MIN_TOKENS, WINDOW, Model, tokens
+from guard.integrity.tamper import detect, reading
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL_FILE = ROOT / "guard" / "integrity" / "tamper_model.json"
+# Our corpus, and the near misses our tests hold the detector quiet on (documentation of
+# verdict formats, "As an AI language model, I have no opinions…"), read as benign.
+OWN = tuple(
+    ROOT / "testkit" / "attacks" / name for name in ("attacks.jsonl", "benign.jsonl", "quiet.jsonl")
+)
+# The held-out sets measured once and then retired, oldest first; a new blind set joins
+# only after its one measurement.
+RETIRED = tuple(
+    ROOT / "bench" / "data" / name / "attacks.jsonl"
+    for name in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
+)
+QUANTILE = 0.985
+# L2 regularisation: the inverse of its strength (chosen by the forward test).
+C = 10.0
+# Weights smaller than this are left out of the shipped table.
+NEGLIGIBLE = 0.1
+
+
+@dataclass(frozen=True)
+class Text:
+    family: str
+    text: str
+
+    @property
+    def injection(self) -> bool:
+        return self.family == "injection"
+
+    @property
+    def benign(self) -> bool:
+        return self.family == "benign"
+
+
+Group = tuple[Text, ...]
+
+
+def _read(paths: Sequence[Path]) -> Group:
+    rows = []
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                family = row.get("family", "benign")
+                if family != "hidden_text":
+                    rows.append(Text(family, row["text"]))
+                if row.get("tool_name"):
+                    # The lines the gateway judges a tool call by, as the detector reads them.
+                    found = arguments_of(row["tool_name"], row["arguments"])
+                    rows.append(Text(family, with_tool_lines([], found)[0]))
+    return tuple(rows)
+
+
+def groups() -> list[Group]:
+    """Our corpus, then each retired set."""
+    return [_read(OWN), *(_read([path]) for path in RETIRED)]
+
+
+def digest() -> str:
+    """The data's digest: what the shipped model records it was trained on."""
+    hashed = hashlib.sha256()
+    for path in (*OWN, *RETIRED):
+        hashed.update(path.read_bytes())
+    return hashed.hexdigest()
+
+
+class Features:
+    """Each token present is a feature, scaled by one over the square root of their
+    count (of `MIN_TOKENS` at least): the model's own scaling."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.tokens = [tokens(reading(text)) for text in texts]
+
+    def matrix(self, vocabulary: dict[str, int]) -> sparse.csr_matrix:
+        rows, columns, values = [], [], []
+        for row, found in enumerate(self.tokens):
+            scale = 1 / np.sqrt(max(len(found), MIN_TOKENS))
+            for token in found:
+                if (column := vocabulary.get(token)) is not None:
+                    rows.append(row)
+                    columns.append(column)
+                    values.append(scale)
+        shape = (len(self.tokens), len(vocabulary))
+        return sparse.csr_matrix((values, (rows, columns)), shape=shape)
+
+
+def _fit(texts: Group) -> Model:
+    features = Features([text.text for text in texts])
+    vocabulary: dict[str, int] = {}
+    for found in features.tokens:
+        for token in found:
+            vocabulary.setdefault(token, len(vocabulary))
+    matrix = features.matrix(vocabulary)
+    signs = np.array([1.0 if text.injection else -1.0 for text in texts])
+
+    def loss(weights: np.ndarray) -> tuple[float, np.ndarray]:
+        margins = signs * (matrix @ weights[:-1] + weights[-1])
+        slopes = -signs / (1 + np.exp(margins))
+        value = np.logaddexp(0, -margins).sum() + weights[:-1] @ weights[:-1] / (2 * C)
+        return value, np.append(matrix.T @ slopes + weights[:-1] / C, slopes.sum())
+
+    start = np.zeros(len(vocabulary) + 1)
+    found = optimize.minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": 500})
+    weights = {
+        token: round(float(found.x[column]), 4)
+        for token, column in vocabulary.items()
+        if abs(found.x[column]) >= NEGLIGIBLE
+    }
+    return Model(weights=weights, bias=round(float(found.x[-1]), 4), threshold=0.0)
+
+
+def _threshold(groups_: list[Group]) -> float:
+    """The `QUANTILE` of benign scores, each retired set's scored by a model trained
+    without it (our own benign texts are twins of our attacks, not a sample of answers)."""
+    scores = []
+    for held in range(1, len(groups_)):
+        model = _fit(
+            tuple(text for index, group in enumerate(groups_) if index != held for text in group)
+        )
+        scores += [model.best(reading(text.text))[0] for text in groups_[held] if text.benign]
+    return round(float(np.quantile(scores, QUANTILE)), 4)
+
+
+def train(groups_: list[Group]) -> Model:
+    """A model trained on every group, its threshold chosen out of fold."""
+    model = _fit(tuple(text for group in groups_ for text in group))
+    return Model(weights=model.weights, bias=model.bias, threshold=_threshold(groups_))
+
+
+def _rate(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.0f} %)" if whole else "0/0"
+
+
+def _marks(model: Model, subset: list[Text]) -> tuple[int, int, int]:
+    """How many of `subset` the model marks, the rules mark, and either marks."""
+    by_model = [model.window(reading(text.text)) is not None for text in subset]
+    by_rules = [bool(detect(text.text, rules_only=True)) for text in subset]
+    either = sum(a or b for a, b in zip(by_model, by_rules, strict=True))
+    return sum(by_model), sum(by_rules), either
+
+
+def forward(groups_: list[Group]) -> list[list[str]]:
+    """One row per retired set from the fourth on: the model trained before it, the rules."""
+    rows = []
+    for index in range(4, len(groups_)):
+        print(f"set {index}: training on our corpus and sets 1 to {index - 1}", file=sys.stderr)
+        model = train(groups_[:index])
+        texts = groups_[index]
+        injections = [text for text in texts if text.injection]
+        benign = [text for text in texts if text.benign]
+        other = [text for text in texts if not text.injection and not text.benign]
+        inj, ben, oth = (_marks(model, subset) for subset in (injections, benign, other))
+        rows.append([
+            f"set {index}", f"{model.threshold:.2f}",
+            _rate(inj[0], len(injections)), _rate(inj[1], len(injections)),
+            _rate(inj[2], len(injections)),
+            _rate(ben[0], len(benign)), _rate(ben[2], len(benign)),
+            _rate(oth[0], len(other)),
+        ])  # fmt: skip
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench tamper_model", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--write", action="store_true", help=f"write {MODEL_FILE.relative_to(ROOT)}"
+    )
+    parser.add_argument("--out", type=Path, help="also write the report to this markdown file")
+    args = parser.parse_args(argv)
+    data = groups()
+    report = "\n".join(table(
+        ["held-out set", "threshold", "injection marked: model", "rules (in-sample)",
+         "model or rules", "benign marked: model", "model or rules",
+         "other attacks marked: model"],
+        forward(data),
+    ))  # fmt: skip
+    print(report)
+    if args.out:
+        args.out.write_text(report + "\n", encoding="utf-8")
+    if args.write:
+        print("training on everything", file=sys.stderr)
+        model = train(data)
+        MODEL_FILE.write_text(
+            json.dumps(
+                {
+                    "trained_by": "python -m bench tamper_model --write",
+                    "digest": digest(),
+                    "window": WINDOW,
+                    "bias": model.bias,
+                    "threshold": model.threshold,
+                    "weights": dict(sorted(model.weights.items(), key=lambda item: -abs(item[1]))),
+                },
+                ensure_ascii=False,
+                indent=0,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+        print(f"wrote {MODEL_FILE.relative_to(ROOT)}: {len(model.weights)} tokens", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
