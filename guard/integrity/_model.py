@@ -28,7 +28,6 @@ import heapq
 import itertools
 import json
 import math
-import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -54,6 +53,8 @@ _SPACELESS = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af"
 # A run of other letters (24 at most), a run of punctuation (`</text>`'s `</`), a line's
 # end, a letter of those scripts, or a run of digits: commonest first.
 _WORD = re.compile(f"[^\\W\\d_{_SPACELESS}]{{1,24}}|[^\\w\\s]+|\n|[{_SPACELESS}]|\\d+")
+# The same words in ASCII text, which ASCII classes find quicker.
+_ASCII_WORD = re.compile("[A-Za-z]{1,24}|[^A-Za-z0-9_\\s]+|\n|[0-9]+")
 
 
 def words(folded: str) -> list[str]:
@@ -63,7 +64,7 @@ def words(folded: str) -> list[str]:
     >>> words("Ignore it.\\n请忽略</text>")
     ['Ignore', 'it', '.', '\\n', '请', '忽', '略', '</', 'text', '>']
     """
-    return _WORD.findall(folded)
+    return (_ASCII_WORD if folded.isascii() else _WORD).findall(folded)
 
 
 def pairs(found: list[str]) -> list[str]:
@@ -82,8 +83,12 @@ def pairs(found: list[str]) -> list[str]:
 def tokens(folded: str) -> set[str]:
     """What a short text's score reads: its words and pairs, each once (case kept: a
     header in capitals reads differently), line ends left out."""
-    found = words(folded)
-    present = {*found, *pairs(found)}
+    return _present(words(folded))
+
+
+def _present(found: list[str], before: str = _LINE) -> set[str]:
+    """The distinct tokens of a run of words; `before` is the word before the run."""
+    present = {*found, *pairs([before, *found])[1:]}
     present.discard(_LINE)
     return present
 
@@ -118,17 +123,14 @@ class Model:
     def best(self, folded: str) -> tuple[float, int]:
         """The best window's score in a folded text, and where that window's line starts.
 
-        A long text's windows are ranked first by their tokens' weights summed with
-        repeats (running sums: one addition per window); the few best are then scored
-        exactly, each token once.
+        A long text's windows are ranked first by their words' weights summed with
+        repeats (running sums: one subtraction per window, word pairs left out); the
+        few best are then scored exactly, each word and pair once.
         """
         found = words(folded)
-        paired = pairs(found)
         if len(found) <= WINDOW:
-            return self.score(tokens(folded)), 0
-        weights = self.weights
-        each = map(operator.add, map(weights.get, found, _ZEROS), map(weights.get, paired, _ZEROS))
-        running = [0.0, *itertools.accumulate(each)]
+            return self.score(_present(found)), 0
+        running = [0.0, *itertools.accumulate(map(self.weights.get, found, _ZEROS))]
         firsts = range(0, len(found) - WINDOW + _STRIDE, _STRIDE)
         ranked = heapq.nlargest(
             _EXACT,
@@ -137,10 +139,8 @@ class Model:
         )
         best, best_at = -math.inf, 0
         for first in sorted(ranked):
-            present = set(found[first : first + WINDOW])
-            present.update(paired[first : first + WINDOW])
-            present.discard(_LINE)
-            if (value := self.score(present)) > best:
+            before = found[first - 1] if first else _LINE
+            if (value := self.score(_present(found[first : first + WINDOW], before))) > best:
                 best, best_at = value, first
         return best, line_start(folded, found, best_at)
 
