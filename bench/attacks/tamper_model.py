@@ -4,7 +4,8 @@
 
 The model (`guard/integrity/_model.py`) is logistic regression over the words and
 word pairs present in the detector's folded copy of a text. Its data are the team's own corpus
-(`testkit/attacks/`) and the retired held-out sets (`RETIRED`, each measured once
+(`testkit/attacks/`, with ordinary answers and our tests' near misses) and the retired
+held-out sets (`RETIRED`, each measured once
 before it joined): injections are positives; benign texts and the other families'
 attacks (biased text with no words for the judge: padding, tool arguments, encodings,
 look-alikes) are negatives, so a biased claim alone teaches the model nothing;
@@ -17,7 +18,9 @@ benign texts, and the threshold sits above all but 1.5 % of them.
 The report is a forward test, the way the sets arrived: for each retired set from the
 fourth on, a model trained on our corpus and the sets before it (threshold chosen the
 same way) marks that set, beside the phrase rules as they are now (which were
-developed on those sets, so their column is in-sample) and the two together.
+developed on those sets, so their column is in-sample) and the two together. Its
+last row is the model trained on everything over ordinary answers kept out of its
+training (`HELD_ANSWERS`): its false alarms on the kind of text it reads most.
 
 `--write` trains on everything and writes `guard/integrity/tamper_model.json`: the
 tokens whose weight is not negligible, the bias, the threshold, and a digest of the
@@ -44,11 +47,15 @@ from guard.integrity.tamper import detect, reading
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_FILE = ROOT / "guard" / "integrity" / "tamper_model.json"
-# Our corpus, and the near misses our tests hold the detector quiet on (documentation of
-# verdict formats, "As an AI language model, I have no opinions…"), read as benign.
+# Our corpus, the near misses our tests hold the detector quiet on (documentation of
+# verdict formats, "As an AI language model, I have no opinions…") and ordinary
+# answers, the last two read as benign.
 OWN = tuple(
-    ROOT / "testkit" / "attacks" / name for name in ("attacks.jsonl", "benign.jsonl", "quiet.jsonl")
+    ROOT / "testkit" / "attacks" / name
+    for name in ("attacks.jsonl", "benign.jsonl", "quiet.jsonl", "answers.jsonl")
 )
+# Ordinary answers kept out of training, to count the model's false alarms on them.
+HELD_ANSWERS = ROOT / "bench" / "data" / "answers" / "answers.jsonl"
 # The held-out sets measured once and then retired, oldest first; a new blind set joins
 # only after its one measurement.
 RETIRED = tuple(
@@ -204,6 +211,31 @@ def forward(groups_: list[Group]) -> list[list[str]]:
     return rows
 
 
+def held_answers(model: Model) -> list[str]:
+    """The held-out ordinary answers' row: how many the model and the rules mark."""
+    answers = list(_read([HELD_ANSWERS]))
+    by_model, by_rules, either = _marks(model, answers)
+    count = len(answers)
+    return [
+        f"ordinary answers, held out ({count})", f"{model.threshold:.2f}", "", "", "",
+        _rate(by_model, count), _rate(either, count), f"rules alone: {_rate(by_rules, count)}",
+    ]  # fmt: skip
+
+
+def _write(model: Model) -> None:
+    weights = dict(sorted(model.weights.items(), key=lambda item: -abs(item[1])))
+    shipped = {
+        "trained_by": "python -m bench tamper_model --write",
+        "digest": digest(),
+        "window": WINDOW,
+        "bias": model.bias,
+        "threshold": model.threshold,
+        "weights": weights,
+    }
+    MODEL_FILE.write_text(json.dumps(shipped, ensure_ascii=False, indent=0) + "\n", "utf-8")
+    print(f"wrote {MODEL_FILE.relative_to(ROOT)}: {len(weights)} tokens", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench tamper_model", description=__doc__.split("\n")[0]
@@ -214,35 +246,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, help="also write the report to this markdown file")
     args = parser.parse_args(argv)
     data = groups()
+    rows = forward(data)
+    print("training on everything", file=sys.stderr)
+    model = train(data)
+    rows.append(held_answers(model))
     report = "\n".join(table(
         ["held-out set", "threshold", "injection marked: model", "rules (in-sample)",
          "model or rules", "benign marked: model", "model or rules",
          "other attacks marked: model"],
-        forward(data),
+        rows,
     ))  # fmt: skip
     print(report)
     if args.out:
         args.out.write_text(report + "\n", encoding="utf-8")
     if args.write:
-        print("training on everything", file=sys.stderr)
-        model = train(data)
-        MODEL_FILE.write_text(
-            json.dumps(
-                {
-                    "trained_by": "python -m bench tamper_model --write",
-                    "digest": digest(),
-                    "window": WINDOW,
-                    "bias": model.bias,
-                    "threshold": model.threshold,
-                    "weights": dict(sorted(model.weights.items(), key=lambda item: -abs(item[1]))),
-                },
-                ensure_ascii=False,
-                indent=0,
-            )
-            + "\n",
-            encoding="utf-8",
-        )
-        print(f"wrote {MODEL_FILE.relative_to(ROOT)}: {len(model.weights)} tokens", file=sys.stderr)
+        _write(model)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ wrote it, or the agent that reads it, sees a sentence. A run is decoded when:
 - six or more HTML character references in a row ("&#87;&#111;", "&#x57;");
 - a run of a URL's characters with three or more percent-escaped bytes in it
   ("%57%6F%6D%65%6E%20...", "Women%20are%20...") is read as the text they escape;
+- six or more bytes in binary digits ("01010111 01101111 ..."), and eight or more
+  letters of Morse code ("-- . -. / .- .-. ."), read in lower case;
 - its bytes are UTF-8 text of printable characters (tabs and line breaks allowed),
   at least half of its visible characters letters.
 
@@ -43,7 +45,7 @@ from guard.integrity._shape import LETTERS, shape, table
 
 __all__ = ["LONGEST", "MOST_CHARS", "Encoding", "decode_runs"]
 
-Encoding = Literal["base64", "base32", "hex", "percent", "html"]
+Encoding = Literal["base64", "base32", "hex", "percent", "html", "binary", "morse"]
 
 LONGEST = 8192
 MOST_CHARS = 65536
@@ -69,6 +71,29 @@ _ESCAPED = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){8,}|(?:\\u[0-9A-Fa-f]{4}){8,}")
 _PREFIXED = re.compile(r"(?<!\w)(?:0[xX][0-9A-Fa-f]{2}[ ,]+){7,}0[xX][0-9A-Fa-f]{2}(?!\w)")
 _ENTITIES = re.compile(r"(?:&#(?:\d{1,7}|[xX][0-9A-Fa-f]{1,6});?){6,}")
 _PERCENT = re.compile(r"[\w.~+-]*(?:%[0-9A-Fa-f]{2}[\w.~+-]*){3,}")
+# Six or more bytes written as eight binary digits each, apart or not.
+_BINARY = re.compile(r"(?<![01])(?:[01]{8}[ ]?){5,}[01]{8}(?![01])")
+# Eight or more Morse letters, one space between letters and a slash, a bar or three
+# spaces between words; dots and dashes as typed or as typography writes them.
+_DOTS, _DASHES = ".\u00b7\u2022", "-\u2212\u2013\u2014_"
+_MORSE_LETTER = f"[{re.escape(_DOTS + _DASHES)}]{{1,6}}"
+# A dot beside a dash: where a Morse run may be.
+_MORSE_HINT = re.compile(
+    f"[{re.escape(_DOTS)}][{re.escape(_DASHES)}]|[{re.escape(_DASHES)}][{re.escape(_DOTS)}]"
+)
+_MORSE = re.compile(
+    f"(?<![^\\s/|]){_MORSE_LETTER}(?:(?: | ?[/|] ?|   ){_MORSE_LETTER}){{7,}}(?![^\\s/|])"
+)
+# The letters and digits of International Morse code (ITU-R M.1677-1, part 1).
+_MORSE_LETTERS = (
+    ".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- "
+    "...- .-- -..- -.-- --.. ----- .---- ..--- ...-- ....- ..... -.... --... ---.. ----."
+)
+_MORSE_CODE = dict(
+    zip(_MORSE_LETTERS.split(" "), "abcdefghijklmnopqrstuvwxyz0123456789", strict=True)
+)
+_MORSE_WORDS = re.compile(r" ?[/|] ?|   ")
+_MORSE_MARKS = str.maketrans({**dict.fromkeys(_DOTS[1:], "."), **dict.fromkeys(_DASHES[1:], "-")})
 
 
 def _readable(data: bytes) -> str | None:
@@ -140,7 +165,24 @@ def _unescaped(run: str) -> str | None:
         return None  # a lone surrogate
 
 
+def _from_morse(run: str) -> str | None:
+    words = []
+    for word in _MORSE_WORDS.split(run.translate(_MORSE_MARKS)):
+        letters = [_MORSE_CODE.get(code, "") for code in word.split()]
+        if not all(letters):
+            return None
+        words.append("".join(letters))
+    return _legible(" ".join(words))
+
+
 def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
+    if run[0] in "01" and _BINARY.fullmatch(run):
+        digits = run.replace(" ", "")
+        text = _readable(int(digits, 2).to_bytes(len(digits) // 8))
+        return None if text is None else (text, "binary")
+    if run[0] in _DOTS + _DASHES:
+        text = _from_morse(run)
+        return None if text is None else (text, "morse")
     if "\n" in run:
         return _unwrapped(run)
     if run.startswith("&#"):
@@ -193,6 +235,10 @@ def _runs(text: str) -> list[tuple[int, int, bool]]:
         found += [(match.start(), match.end(), False) for match in _PREFIXED.finditer(text)]
     if "%" in text:
         found += [(match.start(), match.end(), False) for match in _PERCENT.finditer(text)]
+    if "01" in text or "10" in text:
+        found += [(match.start(), match.end(), False) for match in _BINARY.finditer(text)]
+    if _MORSE_HINT.search(text):
+        found += [(match.start(), match.end(), False) for match in _MORSE.finditer(text)]
     if found and "\n" in text:
         found += [(match.start(), match.end(), False) for match in _WRAPPED.finditer(text)]
     # Of two runs from one place, the longer first: a wrapped run before its first line.

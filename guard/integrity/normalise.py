@@ -64,6 +64,8 @@ Normalisation = Literal[
     "percent",
     "comments",
     "html",
+    "binary",
+    "morse",
 ]
 NORMALISATIONS: tuple[Normalisation, ...] = get_args(Normalisation)
 

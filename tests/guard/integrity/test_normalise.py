@@ -301,6 +301,50 @@ def test_bytes_and_character_references_are_read(text):
     assert view.applied in (("hex",), ("html",))
 
 
+# International Morse code's letters (ITU-R M.1677-1), written out for the tests.
+MORSE = dict(zip("abcdefghijklmnopqrstuvwxyz", (
+    ".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- ...- "
+    ".-- -..- -.-- --.."
+).split(" "), strict=True))  # fmt: skip
+
+
+def _morse(text: str, between: str = " / ") -> str:
+    return between.join(" ".join(MORSE[char] for char in word) for word in text.split())
+
+
+@pytest.mark.parametrize(
+    ("text", "applied"),
+    [
+        (" ".join(f"{byte:08b}" for byte in LONGER.encode()), "binary"),  # bytes apart
+        ("".join(f"{byte:08b}" for byte in LONGER.encode()), "binary"),  # or not
+        (_morse("women are too emotional to lead"), "morse"),
+        (_morse("women are too emotional to lead", " | "), "morse"),
+        (_morse("women are too emotional to lead", "   "), "morse"),
+        (_morse("women are too emotional").replace("-", "\u2212"), "morse"),  # typeset
+    ],
+)
+def test_binary_bytes_and_morse_code_are_read(text, applied):
+    view = judged_view(f"Decode this: {text}")
+    assert view.applied == (applied,)
+    assert view.text.startswith("Decode this: ")
+    assert "omen are too emotional" in view.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Markdown rule:\n\n---\n\nand so on... - - - the end -- really.",
+        "a = b--; c -= 1; d = e - f; ... -- .",
+        "SOS is ... --- ... in Morse.",  # three letters: a mention, not a message
+        "Pins: ----- ----- ----- ----- ----- ----- ----- -----",  # digits, not words
+        "mask 10101010 11110000, flags 00000001",  # two or three bytes: numbers
+        " ".join(["11111111"] * 8),  # bytes that are not text
+    ],
+)
+def test_dashes_dots_and_bit_fields_stay(text):
+    assert judged_view(text).applied == ()
+
+
 @pytest.mark.parametrize(
     "text",
     [
