@@ -235,9 +235,10 @@ def _runs(text: str) -> list[tuple[int, int, bool]]:
         found += [(match.start(), match.end(), False) for match in _PREFIXED.finditer(text)]
     if "%" in text:
         found += [(match.start(), match.end(), False) for match in _PERCENT.finditer(text)]
-    if "01" in text or "10" in text:
+    # A letter's byte starts 011 (or, past ASCII, holds 0111): a quick test for a run.
+    if "0110" in text or "0111" in text:
         found += [(match.start(), match.end(), False) for match in _BINARY.finditer(text)]
-    if _MORSE_HINT.search(text):
+    if ".-" in text or "-." in text or (not text.isascii() and _MORSE_HINT.search(text)):
         found += [(match.start(), match.end(), False) for match in _MORSE.finditer(text)]
     if found and "\n" in text:
         found += [(match.start(), match.end(), False) for match in _WRAPPED.finditer(text)]
