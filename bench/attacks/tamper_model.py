@@ -51,9 +51,9 @@ MODEL_FILE = ROOT / "guard" / "integrity" / "tamper_model.json"
 # verdict formats, "As an AI language model, I have no opinions…") and ordinary
 # answers, the last two read as benign.
 OWN = tuple(
-    ROOT / "testkit" / "attacks" / name
-    for name in ("attacks.jsonl", "benign.jsonl", "quiet.jsonl", "answers.jsonl")
+    ROOT / "testkit" / "attacks" / name for name in ("attacks.jsonl", "benign.jsonl", "quiet.jsonl")
 )
+ANSWERS = ROOT / "testkit" / "attacks" / "answers.jsonl"
 # Ordinary answers kept out of training, to count the model's false alarms on them.
 HELD_ANSWERS = ROOT / "bench" / "data" / "answers" / "answers.jsonl"
 # The held-out sets measured once and then retired, oldest first; a new blind set joins
@@ -103,14 +103,15 @@ def _read(paths: Sequence[Path]) -> Group:
 
 
 def groups() -> list[Group]:
-    """Our corpus, then each retired set."""
-    return [_read(OWN), *(_read([path]) for path in RETIRED)]
+    """Our corpus, the ordinary answers we train on, then each retired set (set k at
+    index k + 1)."""
+    return [_read(OWN), _read([ANSWERS]), *(_read([path]) for path in RETIRED)]
 
 
 def digest() -> str:
     """The data's digest: what the shipped model records it was trained on."""
     hashed = hashlib.sha256()
-    for path in (*OWN, *RETIRED):
+    for path in (*OWN, ANSWERS, *RETIRED):
         hashed.update(path.read_bytes())
     return hashed.hexdigest()
 
@@ -161,8 +162,9 @@ def _fit(texts: Group) -> Model:
 
 
 def _threshold(groups_: list[Group]) -> float:
-    """The `QUANTILE` of benign scores, each retired set's scored by a model trained
-    without it (our own benign texts are twins of our attacks, not a sample of answers)."""
+    """The `QUANTILE` of benign scores, the ordinary answers' and each retired set's
+    scored by a model trained without them (our own benign texts are twins of our
+    attacks, not a sample of what the detector reads)."""
     scores = []
     for held in range(1, len(groups_)):
         model = _fit(
@@ -193,8 +195,9 @@ def _marks(model: Model, subset: list[Text]) -> tuple[int, int, int]:
 def forward(groups_: list[Group]) -> list[list[str]]:
     """One row per retired set from the fourth on: the model trained before it, the rules."""
     rows = []
-    for index in range(4, len(groups_)):
-        print(f"set {index}: training on our corpus and sets 1 to {index - 1}", file=sys.stderr)
+    for index in range(5, len(groups_)):
+        number = index - 1
+        print(f"set {number}: training on our corpus and sets 1 to {number - 1}", file=sys.stderr)
         model = train(groups_[:index])
         texts = groups_[index]
         injections = [text for text in texts if text.injection]
@@ -202,7 +205,7 @@ def forward(groups_: list[Group]) -> list[list[str]]:
         other = [text for text in texts if not text.injection and not text.benign]
         inj, ben, oth = (_marks(model, subset) for subset in (injections, benign, other))
         rows.append([
-            f"set {index}", f"{model.threshold:.2f}",
+            f"set {number}", f"{model.threshold:.2f}",
             _rate(inj[0], len(injections)), _rate(inj[1], len(injections)),
             _rate(inj[2], len(injections)),
             _rate(ben[0], len(benign)), _rate(ben[2], len(benign)),
