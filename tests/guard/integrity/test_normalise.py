@@ -302,10 +302,11 @@ def test_bytes_and_character_references_are_read(text):
 
 
 # International Morse code's letters (ITU-R M.1677-1), written out for the tests.
-MORSE = dict(zip("abcdefghijklmnopqrstuvwxyz", (
+MORSE_LETTERS = (
     ".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- ...- "
     ".-- -..- -.-- --.."
-).split(" "), strict=True))  # fmt: skip
+)
+MORSE = dict(zip("abcdefghijklmnopqrstuvwxyz", MORSE_LETTERS.split(" "), strict=True))
 
 
 def _morse(text: str, between: str = " / ") -> str:
