@@ -7,9 +7,10 @@ wrote it, or the agent that reads it, sees a sentence. A run is decoded when:
   (standard or URL-safe, not both, padding allowed), or of hex digits (even
   length, "0x" allowed), or eight or more hex bytes set apart by spaces or colons
   ("57 6f 6d 65 6e ..."), or eight or more escaped bytes or code points as source
-  code writes them ("\\x57\\x6f...", "\\u0057\\u006f...");
-- a base64 run may be glued to a key ("token=" then the run, as in a URL's query
-  or a config line): the key stays, the run after it is read;
+  code writes them ("\\x57\\x6f...", "\\u0057\\u006f..."), or eight or more code
+  points as Unicode writes them ("U+0057 U+006F ...");
+- a base64 or hex run may be glued to a key ("token=" then the run, as in a URL's
+  query or a config line): the key stays, the run after it is read;
 - a run that is not base64 text may be base32 (RFC 4648: capitals and 2..7,
   padding allowed);
 - a run may be wrapped over lines, as e-mail and PEM wrap base64: lines of one
@@ -71,6 +72,10 @@ _ESCAPED = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){8,}|(?:\\u[0-9A-Fa-f]{4}){8,}")
 _PREFIXED = re.compile(r"(?<!\w)(?:0[xX][0-9A-Fa-f]{2}[ ,]+){7,}0[xX][0-9A-Fa-f]{2}(?!\w)")
 _ENTITIES = re.compile(r"(?:&#(?:\d{1,7}|[xX][0-9A-Fa-f]{1,6});?){6,}")
 _PERCENT = re.compile(r"[\w.~+-]*(?:%[0-9A-Fa-f]{2}[\w.~+-]*){3,}")
+# Eight or more Unicode code points written U+0057 U+006F ... (a space or comma apart).
+_CODE_POINTS = re.compile(r"(?<!\w)(?:[Uu]\+[0-9A-Fa-f]{4,6}[ ,]+){7,}[Uu]\+[0-9A-Fa-f]{4,6}(?!\w)")
+_CODE_POINT = re.compile(r"[Uu]\+([0-9A-Fa-f]{4,6})")
+_EVEN_HEX = re.compile("(?:[0-9A-Fa-f]{2})+")
 # Six or more bytes written as eight binary digits each, apart or not.
 _BINARY = re.compile(r"(?<![01])(?:[01]{8}[ ]?){5,}[01]{8}(?![01])")
 # Eight or more Morse letters, one space between letters and a slash, a bar or three
@@ -198,8 +203,15 @@ def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
         text = _unescaped(run)
         return None if text is None else (text, "hex")
     if keyed := _KEYED.fullmatch(run):
-        text = _from_base64(keyed.group(2))
+        value = keyed.group(2)
+        if _EVEN_HEX.fullmatch(value):
+            text = _readable(bytes.fromhex(value))
+            return None if text is None else (keyed.group(1) + text, "hex")
+        text = _from_base64(value)
         return None if text is None else (keyed.group(1) + text, "base64")
+    if run[:2] in ("U+", "u+"):
+        text = _legible("".join(chr(int(point, 16)) for point in _CODE_POINT.findall(run)))
+        return None if text is None else (text, "hex")
     if pairs:
         text = _readable(bytes.fromhex(re.sub("[ :]", "", run)))
         return None if text is None else (text, "hex")
@@ -235,6 +247,8 @@ def _runs(text: str) -> list[tuple[int, int, bool]]:
         found += [(match.start(), match.end(), False) for match in _PREFIXED.finditer(text)]
     if "%" in text:
         found += [(match.start(), match.end(), False) for match in _PERCENT.finditer(text)]
+    if "U+" in text or "u+" in text:
+        found += [(match.start(), match.end(), False) for match in _CODE_POINTS.finditer(text)]
     # A letter's byte starts 011 (or, past ASCII, holds 0111): a quick test for a run.
     if "0110" in text or "0111" in text:
         found += [(match.start(), match.end(), False) for match in _BINARY.finditer(text)]

@@ -334,6 +334,32 @@ def test_binary_bytes_and_morse_code_are_read(text, applied):
 @pytest.mark.parametrize(
     "text",
     [
+        "checksum=" + LONGER.encode().hex(),  # hex after a key, as a config line holds it
+        " ".join(f"U+{ord(char):04X}" for char in LONGER),  # code points, as Unicode writes
+        ", ".join(f"u+{ord(char):04x}" for char in LONGER),
+    ],
+)
+def test_keyed_hex_and_code_points_are_read(text):
+    view = judged_view(f"Note {text}")
+    assert view.applied == ("hex",)
+    assert LONGER in view.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "U+0041 is the letter A, U+00E9 is e with an acute accent.",
+        "sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "id=0123456789abcdef0123, colour=ffaa00ff00aaff00",
+    ],
+)
+def test_a_few_code_points_and_keyed_digests_stay(text):
+    assert judged_view(text).applied == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "Markdown rule:\n\n---\n\nand so on... - - - the end -- really.",
         "a = b--; c -= 1; d = e - f; ... -- .",
         "SOS is ... --- ... in Morse.",  # three letters: a mention, not a message
