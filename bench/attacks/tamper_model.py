@@ -58,19 +58,8 @@ ANSWERS = ROOT / "testkit" / "attacks" / "answers.jsonl"
 HELD_ANSWERS = ROOT / "bench" / "data" / "answers" / "answers.jsonl"
 # The held-out sets measured once and then retired, oldest first; a new blind set joins
 # only after its one measurement.
-RETIRED = tuple(
-    ROOT / "bench" / "data" / name / "attacks.jsonl"
-    for name in (
-        "heldout",
-        "heldout2",
-        "heldout3",
-        "heldout4",
-        "heldout5",
-        "heldout6",
-        "heldout7",
-        "heldout8",
-    )  # fmt: skip
-)
+_BLIND_SETS = ("heldout", *(f"heldout{number}" for number in range(2, 9)))
+RETIRED = tuple(ROOT / "bench" / "data" / name / "attacks.jsonl" for name in _BLIND_SETS)
 QUANTILE = 0.985
 # L2 regularisation: the inverse of its strength (chosen by the forward test).
 C = 10.0
