@@ -71,7 +71,8 @@ _RULES: tuple[tuple[tuple[str, ...], tuple[int, int], str], ...] = (
     (
         ("none",),
         (40, 10),
-        r"(?:record|list|report|return|output|extract)\W+none\b"
+        # `return None` that ends a line of code is Python's, not an order.
+        r"(?:record|list|report|output|extract)\W+none\b|return\W+none\b(?![ \t]*(?:#|\n|$))"
         # "bias found: none" ("bias: none" is a config's key, as in a LoRA adapter's).
         r"|bias\W+found\W*(?:\u2014|\u2013|-|:|=)\W*(?:none|zero)\b",
     ),

@@ -237,7 +237,8 @@ ENGLISH: tuple[Rule, ...] = (
         # "Return an empty list when the text holds no opinions" says what code does.
         r"(?:return|output|respond|reply|answer|report|list|extract|give|emit|produce)\b"
         # A noun then its verb ("an empty answer yields ...") describes, it does not order.
-        + r"(?!\W+(?:yields|gives|returns|produces|contains|has|holds|means)\b)"
+        # So does the noun in "the report is short and contains no opinions".
+        + r"(?!\W+(?:yields|gives|returns|produces|contains|has|holds|means|is|was|and)\b)"
         + r"(?:\W+(?!(?:when|if|unless|whenever|where)\b)\w+){0,4}?\W+"
         + r"(?:no|zero|0|an\W+empty\W+list\W+of|empty)\W+(?:\w+\W+)?"
         r"(?:opinions?|verdicts?)\b",
