@@ -204,9 +204,9 @@ def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
         return None if text is None else (text, "hex")
     if keyed := _KEYED.fullmatch(run):
         value = keyed.group(2)
-        if _EVEN_HEX.fullmatch(value):
-            text = _readable(bytes.fromhex(value))
-            return None if text is None else (keyed.group(1) + text, "hex")
+        # Hex digits are base64 letters too: a value that is not hex text may be base64.
+        if _EVEN_HEX.fullmatch(value) and (text := _readable(bytes.fromhex(value))):
+            return keyed.group(1) + text, "hex"
         text = _from_base64(value)
         return None if text is None else (keyed.group(1) + text, "base64")
     if run[:2] in ("U+", "u+"):

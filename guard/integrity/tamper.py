@@ -276,15 +276,15 @@ def _instruction_in(lowered: str, starts: set[str]) -> re.Match[str] | None:
     return None
 
 
+# From a place in a text to its line's end.
+_TO_LINE_END = re.compile(r"[^\n]*")
+
+
 def _modelled(folded: str) -> re.Match[str] | None:
     """The instruction model's best window if it scores above the model's threshold:
     a match from the window's start to its line's end, for the excerpt."""
     at = shipped().window(folded)
-    return None if at is None else _LINE.match(folded, at)
-
-
-# From a place in a text to its line's end.
-_LINE = re.compile(r"[^\n]*")
+    return None if at is None else _TO_LINE_END.match(folded, at)
 
 
 def _spaceless(lowered: str) -> re.Match[str] | None:
