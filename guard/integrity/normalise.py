@@ -19,6 +19,9 @@ are undone. `judged_view` applies, in this order:
    `"hex"`, `"percent"`, `"html"`; `guard.integrity._encoded`), one level deep; steps
    1..3 then read the decoded text too. Markdown comments (`[//]: # (...)`), which a
    rendered page does not show, read as the text they hold (`"comments"`).
+   Clauses in ROT13 or ROT47, in the alphabet's numbers (A1Z26) or written backwards
+   that read as text once deciphered, read as that text (`"rot13"`, `"rot47"`,
+   `"a1z26"`, `"reversed"`; `guard.integrity._ciphers`).
 5. Letters spelled out one by one joined (`"spacing"`), look-alike letters folded to
    the script of their word (`"confusables"`; `guard.integrity._lookalikes`), digits
    and signs inside words read as letters (`"digits"`; `guard.integrity._spelling`).
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from guard.integrity._bidi import resolve
+from guard.integrity._ciphers import decipher
 from guard.integrity._encoded import decode_runs
 from guard.integrity._hidden import may_hide, reveal
 from guard.integrity._lookalikes import fold
@@ -66,6 +70,10 @@ Normalisation = Literal[
     "html",
     "binary",
     "morse",
+    "rot13",
+    "rot47",
+    "a1z26",
+    "reversed",
 ]
 NORMALISATIONS: tuple[Normalisation, ...] = get_args(Normalisation)
 
@@ -153,6 +161,10 @@ def judged_view(text: str) -> JudgedView:
     if encodings:
         applied |= encodings
         view = _characters(decoded, applied)
+    deciphered, ciphers = decipher(view)
+    if ciphers:
+        applied |= ciphers
+        view = deciphered
     for _ in range(_WORD_ROUNDS):
         folded = _run(_WORD_STEPS, view, applied)
         if folded is view:
