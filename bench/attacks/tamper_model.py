@@ -4,15 +4,15 @@
 
 The model (`guard/integrity/_model.py`) is logistic regression over the words and
 word pairs present in the detector's folded copy of a text. Its data are the team's own corpus
-(`testkit/attacks/`, with ordinary answers and our tests' near misses) and the retired
-held-out sets (`RETIRED`, each measured once
+(`testkit/attacks/`, with ordinary answers, our tests' near misses and varied
+training data, `VARIETY`) and the retired held-out sets (`RETIRED`, each measured once
 before it joined): injections are positives; benign texts and the other families'
 attacks (biased text with no words for the judge: padding, tool arguments, encodings,
 look-alikes) are negatives, so a biased claim alone teaches the model nothing;
 hidden-text attacks are left out (the hidden-character check finds them).
 
 The threshold is the `QUANTILE` of benign scores out of fold: each group (our corpus,
-each retired set) is held out in turn, a model trained on the others scores its
+each retired set, the varied data) is held out in turn, a model trained on the others scores its
 benign texts, and the threshold sits above all but 1.5 % of them.
 
 The report is a forward test, the way the sets arrived: for each retired set from the
@@ -54,6 +54,9 @@ OWN = tuple(
     ROOT / "testkit" / "attacks" / name for name in ("attacks.jsonl", "benign.jsonl", "quiet.jsonl")
 )
 ANSWERS = ROOT / "testkit" / "attacks" / "answers.jsonl"
+# Varied injections and benign look-alikes, written as training data after the eighth
+# set (by a writer who had read the sets' READMEs): in training, not in the forward test.
+VARIETY = ROOT / "testkit" / "attacks" / "variety.jsonl"
 # Ordinary answers kept out of training, to count the model's false alarms on them.
 HELD_ANSWERS = ROOT / "bench" / "data" / "answers" / "answers.jsonl"
 # The held-out sets measured once and then retired, oldest first; a new blind set joins
@@ -101,15 +104,15 @@ def _read(paths: Sequence[Path]) -> Group:
 
 
 def groups() -> list[Group]:
-    """Our corpus, the ordinary answers we train on, then each retired set (set k at
-    index k + 1)."""
-    return [_read(OWN), _read([ANSWERS]), *(_read([path]) for path in RETIRED)]
+    """Our corpus, the ordinary answers we train on, each retired set (set k at index
+    k + 1), then the varied training data (last, so that no forward model has it)."""
+    return [_read(OWN), _read([ANSWERS]), *(_read([path]) for path in RETIRED), _read([VARIETY])]
 
 
 def digest() -> str:
     """The data's digest: what the shipped model records it was trained on."""
     hashed = hashlib.sha256()
-    for path in (*OWN, ANSWERS, *RETIRED):
+    for path in (*OWN, ANSWERS, *RETIRED, VARIETY):
         hashed.update(path.read_bytes())
     return hashed.hexdigest()
 
@@ -160,8 +163,8 @@ def _fit(texts: Group) -> Model:
 
 
 def _threshold(groups_: list[Group]) -> float:
-    """The `QUANTILE` of benign scores, the ordinary answers' and each retired set's
-    scored by a model trained without them (our own benign texts are twins of our
+    """The `QUANTILE` of benign scores, the ordinary answers', each retired set's and
+    the varied data's, scored by a model trained without them (our own benign texts are twins of our
     attacks, not a sample of what the detector reads)."""
     scores = []
     for held in range(1, len(groups_)):
@@ -193,7 +196,7 @@ def _marks(model: Model, subset: list[Text]) -> tuple[int, int, int]:
 def forward(groups_: list[Group]) -> list[list[str]]:
     """One row per retired set from the fourth on: the model trained before it, the rules."""
     rows = []
-    for index in range(5, len(groups_)):
+    for index in range(5, len(groups_) - 1):
         number = index - 1
         print(f"set {number}: training on our corpus and sets 1 to {number - 1}", file=sys.stderr)
         model = train(groups_[:index])
