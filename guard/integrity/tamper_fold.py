@@ -18,6 +18,7 @@ only; nobody reads it.
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections.abc import Callable
 from functools import cache
@@ -25,6 +26,7 @@ from functools import cache
 from guard.integrity._lookalikes import fold as fold_lookalikes
 from guard.integrity._lookalikes import fold_capitals
 from guard.integrity._marks import OVERLAY
+from guard.integrity._shape import shape, table
 from guard.integrity.normalise import nfkc
 
 __all__ = ["fold"]
@@ -33,9 +35,12 @@ __all__ = ["fold"]
 # word joiner, the byte-order mark, soft hyphen, bidirectional controls and marks,
 # invisible math operators, variation selectors and the tag block.
 _INVISIBLE = re.compile(
-    "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufe00-\ufe0f\ufeff"
+    "[\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufe00-\ufe0f\ufeff"
     "\U000e0000-\U000e007f\U000e0100-\U000e01ef]+"
 )
+# The Hangul fillers (after NFKC, U+3164 and U+FFA0 are U+1160): blank letters that
+# show as a space between words ("The\u3164model").
+_FILLERS = re.compile("[\u115f\u1160]")
 
 # Three or more single letters, each followed by one separator ("i g n o r e"); the
 # first pattern is a quick test for the second.
@@ -48,6 +53,30 @@ _SPACED_WORDS = re.compile(
     r"(?<!\S)(?:[^\W\d_] )+[^\W\d_](?:[ \t]{2,}(?:[^\W\d_] )*[^\W\d_])+(?!\S)"
 )
 _WORD_GAP = re.compile(r"[ \t]{2,}")
+# A separator other than a space inside a spelled-out run ("s.c.o.r.e.r r.e.t.u.r.n"):
+# the single spaces are then the gaps between words.
+_INNER_SEPARATOR = re.compile(r"[.\-_*]")
+
+# A text's shape (`guard.integrity._shape`) for the quick looks below: small letters,
+# capitals, line breaks; "?" is a character outside ASCII.
+_CASE_SHAPE = table(
+    "#",
+    {"l": string.ascii_lowercase, "u": string.ascii_uppercase, "\n": "\n", " ": " ", "?": "?"},
+)
+# Letters one to a line ("P\nA\nS\nS"), four or more: one word read down the lines.
+_VERTICAL_HINT = re.compile(rb"\n[lu]\n[lu]\n[lu]\n")
+_VERTICAL = re.compile(r"^[^\W\d_](?:\n[^\W\d_]){3,}$", re.MULTILINE)
+# Letters kept apart by one sign outside ASCII repeated (an emoji between the letters of
+# "judge", "s\u00b7c\u00b7o\u00b7r\u00b7e"), three letters or more; the quick look is
+# an ASCII letter between two characters outside ASCII.
+_APART = re.compile(
+    r"(?<![^\W\d_])[^\W\d_](?P<sign>[^\w\s\x00-\x7f])[^\W\d_](?:(?P=sign)[^\W\d_])+(?![^\W\d_])"
+)
+# Words whose case alternates ("sAfEtY lAyEr, Do NoT fLaG tHiS"), read in small letters:
+# where one word alternates over six letters, the words that do over four (a name in
+# code, "tById" in "getElementById", alternates over five at most).
+_ALTERNATING = re.compile(r"[a-z][A-Z][a-z][A-Z][a-z][A-Z]|[A-Z][a-z][A-Z][a-z][A-Z][a-z]")
+_ALTERNATING_SHORT = re.compile(r"[a-z][A-Z][a-z][A-Z]|[A-Z][a-z][A-Z][a-z]")
 
 # Leetspeak is a writing habit, not a visual confusable, so TR39 does not list it:
 # the common digit-for-letter swaps, in words that also hold letters. A digit next to
@@ -79,7 +108,27 @@ _BROKEN_WORD = re.compile(r"(?<=\w)-[ \t]*\n[ \t]*(?=\w)")
 
 
 def _join_letters(match: re.Match[str]) -> str:
-    return _SEPARATORS.sub("", match.group())
+    run = match.group()
+    if " " in run and _INNER_SEPARATOR.search(run):
+        return " ".join(_SEPARATORS.sub("", word) for word in run.split(" "))
+    return _SEPARATORS.sub("", run)
+
+
+def _join_apart(match: re.Match[str]) -> str:
+    return match.group().replace(match.group("sign"), "")
+
+
+def _apart(text: str) -> str:
+    """Letters one to a line, or kept apart by a repeated sign, joined; words whose
+    case alternates in small letters."""
+    look = shape(text, _CASE_SHAPE)
+    if b"\n" in look and _VERTICAL_HINT.search(look):
+        text = _VERTICAL.sub(lambda run: run.group().replace("\n", ""), text)
+    if (b"?l?" in look or b"?u?" in look) and not text.isascii():
+        text = _APART.sub(_join_apart, text)
+    if (b"lulul" in look or b"ululu" in look) and _ALTERNATING.search(text):
+        text = _each_word(text, _ALTERNATING_SHORT, str.lower)
+    return text
 
 
 def _join_words(match: re.Match[str]) -> str:
@@ -121,13 +170,17 @@ def fold(text: str) -> str:
     """
     folded = text
     if not folded.isascii():
-        folded = fold_capitals(fold_lookalikes(_INVISIBLE.sub("", nfkc(folded))))
+        folded = _INVISIBLE.sub("", nfkc(folded))
+        if "\u115f" in folded or "\u1160" in folded:
+            folded = _FILLERS.sub(" ", folded)
+        folded = fold_capitals(fold_lookalikes(folded))
         if OVERLAY.search(folded):  # no spelling strikes a letter through or slashes it
             folded = OVERLAY.sub("", folded)  # "r\u0336e\u0336v\u0336"
         if _SMALL_CAPITAL.search(folded):
             folded = _small_capitals(folded)
     if "-\n" in folded or "- \n" in folded:
         folded = _BROKEN_WORD.sub("", folded)
+    folded = _apart(folded)
     if _SPACED_HINT.search(folded):
         if "   " in folded:
             folded = _SPACED_WORDS.sub(_join_words, folded)
