@@ -2,9 +2,10 @@
 
     python -m bench tamper_model [--write] [--out FILE]
 
-The model (`guard/integrity/_model.py`) is logistic regression over the words and
-word pairs present in the detector's folded copy of a text. Its data are the team's own corpus
-(`testkit/attacks/`, with ordinary answers, our tests' near misses and varied
+The model (`guard/integrity/_model.py`) is logistic regression over the words, word
+pairs and word stems present in the detector's folded copy of a text. Its data are
+the team's own corpus (`testkit/attacks/`, with ordinary answers, our tests' near
+misses and varied
 training data, `VARIETY`) and the retired held-out sets (`RETIRED`, each measured once
 before it joined): injections are positives; benign texts and the other families'
 attacks (biased text with no words for the judge: padding, tool arguments, encodings,

@@ -3,8 +3,8 @@ phrase rule names.
 
 The phrase rules (`guard.integrity.tamper`, `_cooccur`, `_output`) find the forms of
 judge-addressed text someone wrote a rule for; a new framing ("the scoring engine's
-annotation", a forged report of another tool) passes them. This model reads the words
-and word pairs of the folded copy the rules read, and scores each window
+annotation", a forged report of another tool) passes them. This model reads the words,
+word pairs and word stems of the folded copy the rules read, and scores each window
 of text with a weight per token: logistic regression, trained by `python -m bench
 tamper_model` on the team's own corpus and the retired held-out sets, and shipped as a
 table of tokens and weights (`tamper_model.json`) that anyone can read.
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-__all__ = ["MIN_TOKENS", "WINDOW", "Model", "shipped", "tokens"]
+__all__ = ["MIN_TOKENS", "STEM", "WINDOW", "Model", "shipped", "stems", "tokens"]
 
 # Words per window, and how far a window moves: about two sentences, and half that.
 WINDOW = 40
@@ -42,6 +42,8 @@ _STRIDE = 20
 # A window of fewer tokens is scaled as if it had this many: a short text's few words
 # ("answer 0") cannot carry the weight of a whole sentence.
 MIN_TOKENS = 16
+# A word's stem: its first letters, as many as this (chosen by the forward test).
+STEM = 4
 # How many of a long text's windows, the best by a quick sum, are scored exactly.
 _EXACT = 3
 _ZEROS = itertools.repeat(0.0)
@@ -82,15 +84,25 @@ def pairs(found: list[str]) -> list[str]:
 
 def tokens(folded: str) -> set[str]:
     """What a short text's score reads: its words and pairs, each once (case kept: a
-    header in capitals reads differently), line ends left out."""
+    header in capitals reads differently), line ends left out, and its words' stems."""
     return _present(words(folded))
 
 
 def _present(found: list[str], before: str = _LINE) -> set[str]:
     """The distinct tokens of a run of words; `before` is the word before the run."""
-    present = {*found, *pairs([before, *found])[1:]}
+    present = {*found, *pairs([before, *found])[1:], *stems(found)}
     present.discard(_LINE)
     return present
+
+
+def stems(found: list[str]) -> list[str]:
+    """The first `STEM` letters of each word of letters at least that long, in small
+    letters, marked "~": what "Evaluator", "evaluators" and "evaluación" share.
+
+    >>> stems(["Evaluators", "de", "evaluación", "2024"])
+    ['~eval', '~eval']
+    """
+    return [f"~{word[:STEM].lower()}" for word in found if len(word) >= STEM and word[0].isalpha()]
 
 
 def line_start(folded: str, found: list[str], index: int) -> int:
@@ -124,8 +136,8 @@ class Model:
         """The best window's score in a folded text, and where that window's line starts.
 
         A long text's windows are ranked first by their words' weights summed with
-        repeats (running sums: one subtraction per window, word pairs left out); the
-        few best are then scored exactly, each word and pair once.
+        repeats (running sums: one subtraction per window, word pairs and stems left
+        out); the few best are then scored exactly, each word, pair and stem once.
         """
         found = words(folded)
         if len(found) <= WINDOW:
