@@ -57,7 +57,7 @@ OWN = tuple(
 ANSWERS = ROOT / "testkit" / "attacks" / "answers.jsonl"
 # Varied injections and benign look-alikes, written as training data after the eighth
 # set (by a writer who had read the sets' READMEs): in training, not in the forward test.
-VARIETY = ROOT / "testkit" / "attacks" / "variety.jsonl"
+VARIETY = tuple(ROOT / "testkit" / "attacks" / name for name in ("variety.jsonl", "variety2.jsonl"))
 # Ordinary answers kept out of training, to count the model's false alarms on them.
 HELD_ANSWERS = ROOT / "bench" / "data" / "answers" / "answers.jsonl"
 # The held-out sets measured once and then retired, oldest first; a new blind set joins
@@ -107,13 +107,13 @@ def _read(paths: Sequence[Path]) -> Group:
 def groups() -> list[Group]:
     """Our corpus, the ordinary answers we train on, each retired set (set k at index
     k + 1), then the varied training data (last, so that no forward model has it)."""
-    return [_read(OWN), _read([ANSWERS]), *(_read([path]) for path in RETIRED), _read([VARIETY])]
+    return [_read(OWN), _read([ANSWERS]), *(_read([path]) for path in RETIRED), _read(VARIETY)]
 
 
 def digest() -> str:
     """The data's digest: what the shipped model records it was trained on."""
     hashed = hashlib.sha256()
-    for path in (*OWN, ANSWERS, *RETIRED, VARIETY):
+    for path in (*OWN, ANSWERS, *RETIRED, *VARIETY):
         hashed.update(path.read_bytes())
     return hashed.hexdigest()
 

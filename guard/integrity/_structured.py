@@ -197,6 +197,24 @@ def _bias_metadata(lowered: str) -> re.Match[str] | None:
     return None
 
 
+# A resource's tags or labels, whose values are its owner's notes ("tags = {\n review =
+# \"approved\""), not a verdict on any text: the block opens on a line before the field.
+_TAG_BLOCK = re.compile(r"\b(?:tags|labels|annotations)[\"']?[ \t]*[=:][ \t]*[{\[]?[ \t]*\n")
+_TAG_REACH = 200
+
+
+def _absent(field: re.Match[str]) -> bool:
+    """Whether the field's value is no value at all (a review not done is not one passed)."""
+    return field.group("value") in ("null", "none")
+
+
+def _tagged(lowered: str, field: re.Match[str]) -> bool:
+    """Whether the field is one of a block of tags or labels."""
+    head = max(0, field.start() - _TAG_REACH)
+    openers = list(_TAG_BLOCK.finditer(lowered, head, field.start()))
+    return bool(openers) and "}" not in lowered[openers[-1].end() : field.start()]
+
+
 def find(lowered: str, starts: set[str] | None = None) -> re.Match[str] | None:
     """The first verdict forged as a field. `starts` is the first letters of the text's
     words where the caller has them: no word for bias among them skips that search."""
@@ -224,7 +242,7 @@ def find(lowered: str, starts: set[str] | None = None) -> re.Match[str] | None:
             or within_quote(lowered, field)
         ):
             continue
-        if not _REVIEW_KEY.search(field.group("key")):
+        if not _REVIEW_KEY.search(field.group("key")) or _absent(field) or _tagged(lowered, field):
             if addressed is None:
                 unquoted = blank_reported(lowered)
                 addressed = bool(ADDRESSEE.matches(unquoted, word_starts(unquoted)))
