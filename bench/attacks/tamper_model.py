@@ -51,9 +51,15 @@ MODEL_FILE = ROOT / "guard" / "integrity" / "tamper_model.json"
 # Our corpus, the near misses our tests hold the detector quiet on (documentation of
 # verdict formats, "As an AI language model, I have no opinions…") and ordinary
 # answers, the last two read as benign.
-OWN = tuple(
-    ROOT / "testkit" / "attacks" / name for name in ("attacks.jsonl", "benign.jsonl", "quiet.jsonl")
+QUIET = ROOT / "testkit" / "attacks" / "quiet.jsonl"
+OWN = (
+    ROOT / "testkit" / "attacks" / "attacks.jsonl",
+    ROOT / "testkit" / "attacks" / "benign.jsonl",
+    QUIET,
 )
+# Our tests hold the detector quiet on the near misses: each counts this many times in
+# training, so that no other text's words outweigh them.
+NEAR_MISS = 4.0
 ANSWERS = ROOT / "testkit" / "attacks" / "answers.jsonl"
 # Varied injections and benign look-alikes, written as training data after the eighth
 # set (by a writer who had read the sets' READMEs): in training, not in the forward test.
@@ -75,6 +81,8 @@ NEGLIGIBLE = 0.1
 class Text:
     family: str
     text: str
+    # How much the text counts in the loss: our tests' near misses count `NEAR_MISS` times.
+    weight: float = 1.0
 
     @property
     def injection(self) -> bool:
@@ -91,12 +99,13 @@ Group = tuple[Text, ...]
 def _read(paths: Sequence[Path]) -> Group:
     rows = []
     for path in paths:
+        weight = NEAR_MISS if path == QUIET else 1.0
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 row = json.loads(line)
                 family = row.get("family", "benign")
                 if family != "hidden_text":
-                    rows.append(Text(family, row["text"]))
+                    rows.append(Text(family, row["text"], weight))
                 if row.get("tool_name"):
                     # The lines the gateway judges a tool call by, as the detector reads them.
                     found = arguments_of(row["tool_name"], row["arguments"])
@@ -146,11 +155,12 @@ def _fit(texts: Group) -> Model:
             vocabulary.setdefault(token, len(vocabulary))
     matrix = features.matrix(vocabulary)
     signs = np.array([1.0 if text.injection else -1.0 for text in texts])
+    counts = np.array([text.weight for text in texts])
 
     def loss(weights: np.ndarray) -> tuple[float, np.ndarray]:
         margins = signs * (matrix @ weights[:-1] + weights[-1])
-        slopes = -signs / (1 + np.exp(margins))
-        value = np.logaddexp(0, -margins).sum() + weights[:-1] @ weights[:-1] / (2 * C)
+        slopes = -counts * signs / (1 + np.exp(margins))
+        value = counts @ np.logaddexp(0, -margins) + weights[:-1] @ weights[:-1] / (2 * C)
         return value, np.append(matrix.T @ slopes + weights[:-1] / C, slopes.sum())
 
     start = np.zeros(len(vocabulary) + 1)

@@ -50,3 +50,10 @@ def test_the_forward_report_has_a_row_per_set_from_the_fourth() -> None:
     # Five injections per set, each marked by a model that saw the earlier sets.
     assert all(row[2] == "5/5 (100 %)" for row in rows)
     assert all(row[5] == "0/3 (0 %)" for row in rows)
+
+
+def test_our_tests_near_misses_weigh_more_than_other_texts() -> None:
+    near_misses = tamper_model.groups()[0]
+    weights = {text.weight for text in near_misses if text.benign}
+    assert weights == {1.0, tamper_model.NEAR_MISS}
+    assert tamper_model.NEAR_MISS > 1.0
