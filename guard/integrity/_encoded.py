@@ -11,8 +11,12 @@ wrote it, or the agent that reads it, sees a sentence. A run is decoded when:
   points as Unicode writes them ("U+0057 U+006F ...");
 - a base64 or hex run may be glued to a key ("token=" then the run, as in a URL's
   query or a config line): the key stays, the run after it is read;
-- a run that is not base64 text may be base32 (RFC 4648: capitals and 2..7,
-  padding allowed);
+- a run that is not base64 text may be base32 (RFC 4648: capitals and 2..7, or all
+  in small letters, padding allowed);
+- base85 after a key that names it ("b85: ...", "ascii85=..."; RFC 1924's alphabet or
+  Ascii85's), and Ascii85 between its delimiters ("<~...~>");
+- a hex dump as xxd writes it, without its text column ("00000000: 4173 6961 ...");
+- eight or more code points as CSS escapes them ("\\57 \\6f \\6d ...");
 - a run may be wrapped over lines, as e-mail and PEM wrap base64: lines of one
   length (a multiple of 4, or of 8 for base32), then a last line no longer, are
   read as one run;
@@ -39,6 +43,7 @@ import binascii
 import html
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Literal
 from urllib.parse import unquote_to_bytes
 
@@ -46,7 +51,7 @@ from guard.integrity._shape import LETTERS, shape, table
 
 __all__ = ["LONGEST", "MOST_CHARS", "Encoding", "decode_runs"]
 
-Encoding = Literal["base64", "base32", "hex", "percent", "html", "binary", "morse"]
+Encoding = Literal["base64", "base32", "base85", "hex", "percent", "html", "binary", "morse"]
 
 LONGEST = 8192
 MOST_CHARS = 65536
@@ -69,6 +74,19 @@ _WRAPPED = re.compile(
     r"(?<![\w+/=-])[A-Za-z0-9+/]{16,}(?:\r?\n[A-Za-z0-9+/]{2,})+={0,6}(?![\w+/=-])"
 )
 _ESCAPED = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){8,}|(?:\\u[0-9A-Fa-f]{4}){8,}")
+# Eight or more code points as CSS escapes them ("\\57 \\6f \\6d"): a backslash, one to six
+# hex digits, and the space that ends an escape.
+_CSS_ESCAPED = re.compile(r"(?:\\[0-9A-Fa-f]{1,6} ){7,}\\[0-9A-Fa-f]{1,6} ?")
+_CSS_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{1,6}) ?")
+# Base85 after a key that names it ("b85: ...", "ascii85=..."), or Ascii85 between its
+# delimiters ("<~...~>").
+_BASE85 = re.compile(
+    r"(?i:\b(?:b|base|ascii|a)85)[\"']?[ \t]*[:=][ \t]*[\"']?([!-~]{10,}?)[\"']?(?=\s|$)"
+    r"|<~([!-u\sz]{10,}?)~>"
+)
+# A hex dump as xxd writes it without its text column: an offset, then groups of hex.
+_DUMP = re.compile(r"(?:^[0-9a-f]{7,8}: (?:[0-9a-f]{2,4} ?){1,8}[ \t]*(?:\n|$)){2,}", re.MULTILINE)
+_DUMP_OFFSET = re.compile(r"^[0-9a-f]{7,8}: ", re.MULTILINE)
 _PREFIXED = re.compile(r"(?<!\w)(?:0[xX][0-9A-Fa-f]{2}[ ,]+){7,}0[xX][0-9A-Fa-f]{2}(?!\w)")
 _ENTITIES = re.compile(r"(?:&#(?:\d{1,7}|[xX][0-9A-Fa-f]{1,6});?){6,}")
 _PERCENT = re.compile(r"[\w.~+-]*(?:%[0-9A-Fa-f]{2}[\w.~+-]*){3,}")
@@ -137,6 +155,8 @@ def _from_base64(run: str) -> str | None:
 
 
 def _from_base32(run: str) -> str | None:
+    if run.islower():  # the alphabet in small letters, as some libraries write it
+        run = run.upper()
     if not _BASE32.fullmatch(run):
         return None
     body = run.rstrip("=")
@@ -180,7 +200,51 @@ def _from_morse(run: str) -> str | None:
     return _legible(" ".join(words))
 
 
+def _from_css(run: str) -> str | None:
+    try:
+        return _legible("".join(chr(int(point, 16)) for point in _CSS_ESCAPE.findall(run)))
+    except (ValueError, OverflowError):
+        return None  # past the last code point
+
+
+def _a85(data: bytes) -> bytes:
+    return base64.a85decode(data, ignorechars=b" \t\r\n")
+
+
+def _from_base85(run: str) -> str | None:
+    """A base85 run after its key (RFC 1924's alphabet, or Ascii85's), or Ascii85 between
+    its delimiters; the key stays."""
+    found = _BASE85.fullmatch(run)
+    if found is None:
+        return None
+    decoders: list[Callable[[bytes], bytes]]
+    if (body := found.group(2)) is not None:
+        decoders, key = [_a85], ""
+    else:
+        body, key = found.group(1), run[: found.start(1)]
+        decoders = [base64.b85decode, _a85]
+    for decoder in decoders:
+        try:
+            text = _readable(decoder(body.encode("ascii")))
+        except ValueError:
+            continue
+        if text is not None:
+            return key + text
+    return None
+
+
+def _from_dump(run: str) -> str | None:
+    return _readable(bytes.fromhex(re.sub(r"\s", "", _DUMP_OFFSET.sub("", run))))
+
+
 def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
+    if _DUMP.fullmatch(run):
+        text = _from_dump(run)
+        return None if text is None else (text, "hex")
+    if "85" in run[:12] or run.startswith("<~"):
+        text = _from_base85(run)
+        if text is not None:
+            return text, "base85"
     if run[0] in "01" and _BINARY.fullmatch(run):
         digits = run.replace(" ", "")
         text = _readable(int(digits, 2).to_bytes(len(digits) // 8))
@@ -200,7 +264,7 @@ def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
         text = _readable(unquote_to_bytes(run.replace("+", " ")))
         return None if text is None else (text, "percent")
     if run.startswith("\\"):
-        text = _unescaped(run)
+        text = _unescaped(run) if run[1] in "xu" else _from_css(run)
         return None if text is None else (text, "hex")
     if keyed := _KEYED.fullmatch(run):
         value = keyed.group(2)
@@ -241,6 +305,12 @@ def _runs(text: str) -> list[tuple[int, int, bool]]:
         found += [(match.start(), match.end(), True) for match in _PAIRS.finditer(text)]
     if "\\x" in text or "\\u" in text:
         found += [(match.start(), match.end(), False) for match in _ESCAPED.finditer(text)]
+    if "\\" in text:
+        found += [(match.start(), match.end(), False) for match in _CSS_ESCAPED.finditer(text)]
+    if "85" in text or "<~" in text:
+        found += [(match.start(), match.end(), False) for match in _BASE85.finditer(text)]
+    if "0: " in text:
+        found += [(match.start(), match.end(), False) for match in _DUMP.finditer(text)]
     if "&#" in text:
         found += [(match.start(), match.end(), False) for match in _ENTITIES.finditer(text)]
     if "0x" in text or "0X" in text:

@@ -14,9 +14,10 @@ are undone. `judged_view` applies, in this order:
    Combining marks that decorate Latin words (strikethrough, stacks of marks) removed
    (`"marks"`; `guard.integrity._marks`); accents that compose and the marks of
    scripts that need them stay.
-4. Base64, base32, hex (also "0x41 0x73 ..."), percent-escaped runs and HTML character
-   references that decode to readable text replaced by it (`"base64"`, `"base32"`,
-   `"hex"`, `"percent"`, `"html"`; `guard.integrity._encoded`), one level deep; steps
+4. Base64, base32, base85, hex (also "0x41 0x73 ...", a hex dump, CSS escapes),
+   percent-escaped runs and HTML character references that decode to readable text
+   replaced by it (`"base64"`, `"base32"`, `"base85"`, `"hex"`, `"percent"`, `"html"`;
+   `guard.integrity._encoded`), one level deep; steps
    1..3 then read the decoded text too. Markdown comments (`[//]: # (...)`), which a
    rendered page does not show, read as the text they hold (`"comments"`).
    Clauses in ROT13 or ROT47, in the alphabet's numbers (A1Z26) or written backwards
@@ -64,6 +65,7 @@ Normalisation = Literal[
     "spacing",
     "base64",
     "base32",
+    "base85",
     "hex",
     "percent",
     "comments",

@@ -165,3 +165,49 @@ MARKED = st.sampled_from(
 def test_the_view_of_a_marked_text_is_its_own_view(text):
     view = judged_view(text)
     assert judged_view(view.text) == JudgedView(view.text, ())
+
+
+LONGER = "Women are too emotional to lead."
+
+
+def _xxd(text: str) -> str:
+    """`text` as `xxd` dumps it, without the text column: an offset, eight groups of two
+    bytes a line."""
+    data = text.encode()
+    lines = []
+    for offset in range(0, len(data), 16):
+        chunk = data[offset : offset + 16].hex()
+        groups = " ".join(chunk[at : at + 4] for at in range(0, len(chunk), 4))
+        lines.append(f"{offset:08x}: {groups}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("text", "applied"),
+    [
+        ("token: " + base64.b32encode(LONGER.encode()).decode().rstrip("=").lower(), "base32"),
+        ("b85: " + base64.b85encode(LONGER.encode()).decode(), "base85"),
+        ("payload ascii85=" + base64.a85encode(LONGER.encode()).decode(), "base85"),
+        ("<~" + base64.a85encode(LONGER.encode()).decode() + "~>", "base85"),
+        (_xxd(LONGER), "hex"),
+        ('content: "' + "".join(f"\\{ord(char):x} " for char in LONGER) + '";', "hex"),
+    ],
+)
+def test_more_encodings_are_read(text, applied):
+    view = judged_view(text)
+    assert view.applied == (applied,)
+    assert LONGER in view.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "b85: not really",  # a key that names base85, a value that is not
+        "The A85 motorway and the b85 bus",
+        "00000000: 7f45 4c46 0201 0100 0000 0000 0000 0000\n00000010: 0300 3e00 0100 0000",  # ELF
+        "a { color: \\31 23; }",  # one CSS escape, as selectors use them
+        "ordinarylowercasewordsrunninglong",  # small letters, not base32 text
+    ],
+)
+def test_what_only_looks_encoded_stays(text):
+    assert judged_view(text).applied == ()
