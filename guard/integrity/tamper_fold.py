@@ -64,7 +64,8 @@ _CASE_SHAPE = table(
     {"l": string.ascii_lowercase, "u": string.ascii_uppercase, "\n": "\n", " ": " ", "?": "?"},
 )
 # Letters one to a line ("P\nA\nS\nS"), four or more: one word read down the lines.
-_VERTICAL_HINT = re.compile(rb"\n[lu]\n[lu]\n[lu]\n")
+_VERTICAL_HINT = re.compile(r"\n[A-Za-z]\n[A-Za-z]\n[A-Za-z]\n")
+_VERTICAL_SHAPE = re.compile(rb"\n[lu]\n[lu]\n[lu]\n")
 _VERTICAL = re.compile(r"^[^\W\d_](?:\n[^\W\d_]){3,}$", re.MULTILINE)
 # Letters kept apart by one sign outside ASCII repeated (an emoji between the letters of
 # "judge", "s\u00b7c\u00b7o\u00b7r\u00b7e"), three letters or more; the quick look is
@@ -72,11 +73,6 @@ _VERTICAL = re.compile(r"^[^\W\d_](?:\n[^\W\d_]){3,}$", re.MULTILINE)
 _APART = re.compile(
     r"(?<![^\W\d_])[^\W\d_](?P<sign>[^\w\s\x00-\x7f])[^\W\d_](?:(?P=sign)[^\W\d_])+(?![^\W\d_])"
 )
-# Words whose case alternates ("sAfEtY lAyEr, Do NoT fLaG tHiS"), read in small letters:
-# where one word alternates over six letters, the words that do over four (a name in
-# code, "tById" in "getElementById", alternates over five at most).
-_ALTERNATING = re.compile(r"[a-z][A-Z][a-z][A-Z][a-z][A-Z]|[A-Z][a-z][A-Z][a-z][A-Z][a-z]")
-_ALTERNATING_SHORT = re.compile(r"[a-z][A-Z][a-z][A-Z]|[A-Z][a-z][A-Z][a-z]")
 
 # Leetspeak is a writing habit, not a visual confusable, so TR39 does not list it:
 # the common digit-for-letter swaps, in words that also hold letters. A digit next to
@@ -119,16 +115,21 @@ def _join_apart(match: re.Match[str]) -> str:
 
 
 def _apart(text: str) -> str:
-    """Letters one to a line, or kept apart by a repeated sign, joined; words whose
-    case alternates in small letters."""
+    """Letters one to a line, or kept apart by a repeated sign, joined."""
+    if text.isascii():
+        if "\n" in text and _VERTICAL_HINT.search(text):
+            text = _VERTICAL.sub(_join_lines, text)
+        return text
     look = shape(text, _CASE_SHAPE)
-    if b"\n" in look and _VERTICAL_HINT.search(look):
-        text = _VERTICAL.sub(lambda run: run.group().replace("\n", ""), text)
-    if (b"?l?" in look or b"?u?" in look) and not text.isascii():
+    if b"\n" in look and _VERTICAL_SHAPE.search(look):
+        text = _VERTICAL.sub(_join_lines, text)
+    if b"?l?" in look or b"?u?" in look:
         text = _APART.sub(_join_apart, text)
-    if (b"lulul" in look or b"ululu" in look) and _ALTERNATING.search(text):
-        text = _each_word(text, _ALTERNATING_SHORT, str.lower)
     return text
+
+
+def _join_lines(run: re.Match[str]) -> str:
+    return run.group().replace("\n", "")
 
 
 def _join_words(match: re.Match[str]) -> str:
