@@ -107,11 +107,13 @@ def _plain_words(written: set[str]) -> set[str]:
 
 
 _WORD = re.compile(r"[^\W\d_]+")
-# A clause: what lies between stops, commas, colons and line breaks.
-_CLAUSE = re.compile(r"[^.!?,;:\n]+")
-# A clause written backwards: its stops and commas come before a word, not after, so
-# only those before a space or the line's end part it from the next.
-_BACKWARDS_CLAUSE = re.compile(r"(?:[^.!?,;:\n]|[.!?,;:](?![ \t\n]|$))+")
+# Where a clause ends: a stop, a comma, a colon or a line break.
+_CLAUSE_END = re.compile(r"[.!?,;:\n]")
+# Where a clause written backwards ends: its stops and commas come before a word, not
+# after, so only those before a space or the line's end part it from the next.
+_BACKWARDS_END = re.compile(r"[.!?,;:](?=[ \t\n]|$)|\n")
+# How far back a clause's start is first looked for (then twice as far, and so on).
+_CLAUSE_REACH = 400
 _SPACE = re.compile(r"\S+")
 # A word of ROT47: a run of printable ASCII but for the space.
 _ROT47_WORD = re.compile(r"[!-~]+")
@@ -181,33 +183,71 @@ def _by_clause(
     read: Callable[[str], str],
     present: set[str],
     cue: re.Pattern[str] | None = None,
-    clauses: re.Pattern[str] = _CLAUSE,
+    ends: re.Pattern[str] = _CLAUSE_END,
 ) -> str:
     """`text` with each clause that reads once deciphered by `read` deciphered. Only a
     clause holding one of the text's function words as the cipher writes them
-    (`present`) is tried. A text that names its cipher, or in which a clause was
-    deciphered, is cued throughout."""
-    named: bool | None = None
-
-    def clause(match: re.Match[str]) -> str:
-        nonlocal named
-        written = match.group()
-        lowered = written.lower()
-        if not any(word in lowered for word in present) or present.isdisjoint(
-            word.strip(_AROUND) for word in lowered.split()
-        ):
-            return written
-        if named is None:
-            named = any(name in text.lower() for name in _NAMES)
-        cued = named or (cue is not None and cue.search(written) is not None)
-        deciphered = read(written)
-        return deciphered if _deciphered(written, deciphered, cued=cued) else written
-
-    read_text = clauses.sub(clause, text)
-    if read_text != text and not named:
-        named = True
-        read_text = clauses.sub(clause, text)
+    (`present`) is tried; `ends` finds where clauses end. A text that names its
+    cipher, or in which a clause was deciphered, is cued throughout."""
+    spans = _clauses_with(text, present, ends)
+    if not spans:
+        return text
+    lowered = text.lower()
+    named = any(name in lowered for name in _NAMES)
+    read_text = _read_clauses(text, spans, read, named, cue)
+    if read_text is not text and not named:
+        read_text = _read_clauses(text, spans, read, True, cue)
     return read_text
+
+
+def _read_clauses(
+    text: str,
+    spans: list[tuple[int, int]],
+    read: Callable[[str], str],
+    named: bool,
+    cue: re.Pattern[str] | None,
+) -> str:
+    pieces: list[str] = []
+    last = 0
+    for start, stop in spans:
+        written = text[start:stop]
+        cued = named or (cue is not None and cue.search(written) is not None)
+        if _deciphered(written, deciphered := read(written), cued=cued):
+            pieces += [text[last:start], deciphered]
+            last = stop
+    return "".join([*pieces, text[last:]]) if pieces else text
+
+
+def _clauses_with(text: str, present: set[str], ends: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Where the clauses that hold a word of `present` (whole, in any case) are."""
+    lowered = text.lower()
+    spans: set[tuple[int, int]] = set()
+    for word in present:
+        at = lowered.find(word)
+        while at >= 0:
+            after = at + len(word)
+            if (at == 0 or not lowered[at - 1].isalnum()) and (
+                after == len(lowered) or not lowered[after].isalnum()
+            ):
+                spans.add(_clause_at(text, at, after, ends))
+            at = lowered.find(word, after)
+    ordered: list[tuple[int, int]] = []
+    for span in sorted(spans):
+        if not ordered or span[0] >= ordered[-1][1]:
+            ordered.append(span)
+    return ordered
+
+
+def _clause_at(text: str, at: int, after: int, ends: re.Pattern[str]) -> tuple[int, int]:
+    """The clause around text[at:after]: from the end of the one before to its own end."""
+    end = ends.search(text, after)
+    stop = len(text) if end is None else end.start()
+    reach = _CLAUSE_REACH
+    while True:
+        before = [found.end() for found in ends.finditer(text, max(0, at - reach), at)]
+        if before or at - reach <= 0:
+            return (before[-1] if before else 0), stop
+        reach *= 2
 
 
 # Function words as each cipher writes them, but for those that are function words
@@ -234,7 +274,7 @@ def _reversed(text: str, hints: set[str]) -> str:
         if _ends_capital(line) and _deciphered(line, line[::-1], cued=True):
             lines[index] = line[::-1]
     present = _plain_words(hints) & _REVERSED_FUNCTION
-    return _by_clause("\n".join(lines), _backwards, present, _CAPITAL_LAST, _BACKWARDS_CLAUSE)
+    return _by_clause("\n".join(lines), _backwards, present, _CAPITAL_LAST, _BACKWARDS_END)
 
 
 def _rot47(text: str, hints: set[str]) -> str:
