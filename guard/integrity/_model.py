@@ -31,7 +31,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 __all__ = ["MIN_TOKENS", "STEM", "WINDOW", "Model", "shipped", "stems", "tokens"]
@@ -90,8 +90,9 @@ def tokens(folded: str) -> set[str]:
 
 def _present(found: list[str], before: str = _LINE) -> set[str]:
     """The distinct tokens of a run of words; `before` is the word before the run."""
-    present = {*found, *pairs([before, *found])[1:], *stems(found)}
+    present = {*found, *pairs([before, *found])[1:], *map(_stem, found)}
     present.discard(_LINE)
+    present.discard("")
     return present
 
 
@@ -102,7 +103,14 @@ def stems(found: list[str]) -> list[str]:
     >>> stems(["Evaluators", "de", "evaluación", "2024"])
     ['~eval', '~eval']
     """
-    return [f"~{word[:STEM].lower()}" for word in found if len(word) >= STEM and word[0].isalpha()]
+    return [stem for stem in map(_stem, found) if stem]
+
+
+@lru_cache(maxsize=1 << 16)
+def _stem(word: str) -> str:
+    """A word's stem, or "" for a word too short or not of letters (remembered: words
+    repeat, and the lookup is cheaper than the slicing)."""
+    return f"~{word[:STEM].lower()}" if len(word) >= STEM and word[0].isalpha() else ""
 
 
 def line_start(folded: str, found: list[str], index: int) -> int:
