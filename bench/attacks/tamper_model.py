@@ -9,7 +9,8 @@ misses and varied
 training data, `VARIETY`) and the retired held-out sets (`RETIRED`, each measured once
 before it joined): injections are positives; benign texts and the other families'
 attacks (biased text with no words for the judge: padding, tool arguments, encodings,
-look-alikes) are negatives, so a biased claim alone teaches the model nothing;
+look-alikes) are negatives, and so is each attack's biased claim alone (its `plain`
+text), so that a biased claim teaches the model nothing;
 hidden-text attacks are left out (the hidden-character check finds them).
 
 The threshold is the `QUANTILE` of benign scores out of fold: each group (our corpus,
@@ -72,7 +73,7 @@ _BLIND_SETS = ("heldout", *(f"heldout{number}" for number in range(2, 10)))
 RETIRED = tuple(ROOT / "bench" / "data" / name / "attacks.jsonl" for name in _BLIND_SETS)
 QUANTILE = 0.985
 # L2 regularisation: the inverse of its strength (chosen by the forward test).
-C = 10.0
+C = 20.0
 # Weights smaller than this are left out of the shipped table.
 NEGLIGIBLE = 0.1
 
@@ -92,6 +93,11 @@ class Text:
     def benign(self) -> bool:
         return self.family == "benign"
 
+    @property
+    def plain(self) -> bool:
+        """An attack's biased claim alone, in plain words."""
+        return self.family == "plain"
+
 
 Group = tuple[Text, ...]
 
@@ -106,6 +112,9 @@ def _read(paths: Sequence[Path]) -> Group:
                 family = row.get("family", "benign")
                 if family != "hidden_text":
                     rows.append(Text(family, row["text"], weight))
+                if row.get("plain"):
+                    # The biased claim alone: no instruction, so a negative.
+                    rows.append(Text("plain", row["plain"]))
                 if row.get("tool_name"):
                     # The lines the gateway judges a tool call by, as the detector reads them.
                     found = arguments_of(row["tool_name"], row["arguments"])
@@ -214,14 +223,17 @@ def forward(groups_: list[Group]) -> list[list[str]]:
         texts = groups_[index]
         injections = [text for text in texts if text.injection]
         benign = [text for text in texts if text.benign]
-        other = [text for text in texts if not text.injection and not text.benign]
-        inj, ben, oth = (_marks(model, subset) for subset in (injections, benign, other))
+        plain = [text for text in texts if text.plain]
+        other = [text for text in texts if not (text.injection or text.benign or text.plain)]
+        inj, ben, pla, oth = (
+            _marks(model, subset) for subset in (injections, benign, plain, other)
+        )
         rows.append([
             f"set {number}", f"{model.threshold:.2f}",
             _rate(inj[0], len(injections)), _rate(inj[1], len(injections)),
             _rate(inj[2], len(injections)),
             _rate(ben[0], len(benign)), _rate(ben[2], len(benign)),
-            _rate(oth[0], len(other)),
+            _rate(oth[0], len(other)), _rate(pla[0], len(plain)),
         ])  # fmt: skip
     return rows
 
@@ -233,7 +245,7 @@ def held_answers(model: Model) -> list[str]:
     count = len(answers)
     return [
         f"ordinary answers, held out ({count})", f"{model.threshold:.2f}", "", "", "",
-        _rate(by_model, count), _rate(either, count), f"rules alone: {_rate(by_rules, count)}",
+        _rate(by_model, count), _rate(either, count), f"rules alone: {_rate(by_rules, count)}", "",
     ]  # fmt: skip
 
 
@@ -268,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     report = "\n".join(table(
         ["held-out set", "threshold", "injection marked: model", "rules as they are now",
          "model or rules", "benign marked: model", "model or rules",
-         "other attacks marked: model"],
+         "other attacks marked: model", "plain claims marked: model"],
         rows,
     ))  # fmt: skip
     print(report)

@@ -107,3 +107,17 @@ def test_the_shipped_table_is_well_formed() -> None:
 def test_a_table_without_weights_is_refused() -> None:
     with pytest.raises(ValueError, match="weights"):
         Model.from_json({"weights": [], "bias": 0, "threshold": 0})
+
+
+def test_a_biased_claim_alone_is_no_instruction() -> None:
+    # The model is trained on each attack's claim alone as a negative: what it marks is
+    # words addressed to the judge, not the bias the judge is there to find.
+    corpus = resources.files("testkit.attacks").joinpath("attacks.jsonl")
+    claims = [
+        row["plain"]
+        for row in map(json.loads, corpus.read_text("utf-8").splitlines())
+        if row.get("plain")
+    ]
+    assert len(claims) > 250
+    marked = [claim for claim in claims if shipped().window(reading(claim)) is not None]
+    assert marked == []
