@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 
-__all__ = ["MIN_TOKENS", "STEM", "WINDOW", "Model", "shipped", "stems", "tokens"]
+__all__ = ["MIN_TOKENS", "STEM", "WINDOW", "Model", "shipped", "tokens"]
 
 # Words per window, and how far a window moves: about two sentences, and half that.
 WINDOW = 40
@@ -96,20 +96,15 @@ def _present(found: list[str], before: str = _LINE) -> set[str]:
     return present
 
 
-def stems(found: list[str]) -> list[str]:
-    """The first `STEM` letters of each word of letters at least that long, in small
-    letters, marked "~": what "Evaluator", "evaluators" and "evaluación" share.
-
-    >>> stems(["Evaluators", "de", "evaluación", "2024"])
-    ['~eval', '~eval']
-    """
-    return [stem for stem in map(_stem, found) if stem]
-
-
 @lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
-    """A word's stem, or "" for a word too short or not of letters (remembered: words
-    repeat, and the lookup is cheaper than the slicing)."""
+    """A word's first `STEM` letters in small letters, marked "~" (what "Evaluator",
+    "evaluators" and "evaluación" share), or "" for a word too short or not of letters.
+    Remembered: words repeat, and the lookup is cheaper than the slicing.
+
+    >>> [_stem(word) for word in ("Evaluators", "de", "evaluación", "2024")]
+    ['~eval', '', '~eval', '']
+    """
     return f"~{word[:STEM].lower()}" if len(word) >= STEM and word[0].isalpha() else ""
 
 
