@@ -5,17 +5,16 @@
 The model (`guard/integrity/_model.py`) is logistic regression over the words, word
 pairs and word stems present in the detector's folded copy of a text. Its data are
 the team's own corpus (`testkit/attacks/`, with ordinary answers, our tests' near
-misses and varied
-training data, `VARIETY`) and the retired held-out sets (`RETIRED`, each measured once
-before it joined): injections are positives; benign texts and the other families'
+misses and varied training data, `VARIETY`) and the retired held-out sets (`RETIRED`,
+each measured once before it joined): injections are positives; benign texts and the other families'
 attacks (biased text with no words for the judge: padding, tool arguments, encodings,
 look-alikes) are negatives, and so is each attack's biased claim alone (its `plain`
 text), so that a biased claim teaches the model nothing;
 hidden-text attacks are left out (the hidden-character check finds them).
 
 The threshold is the `QUANTILE` of benign scores out of fold: each group (our corpus,
-each retired set, the varied data) is held out in turn, a model trained on the others scores its
-benign texts, and the threshold sits above all but 1.5 % of them.
+each retired set, the varied data) is held out in turn, a model trained on the others
+scores its benign texts, and the threshold sits above all but 1.5 % of them.
 
 The report is a forward test, the way the sets arrived: for each retired set from the
 fourth on, a model trained on our corpus and the sets before it (threshold chosen the
@@ -184,8 +183,8 @@ def _fit(texts: Group) -> Model:
 
 def _threshold(groups_: list[Group]) -> float:
     """The `QUANTILE` of benign scores, the ordinary answers', each retired set's and
-    the varied data's, scored by a model trained without them (our own benign texts are twins of our
-    attacks, not a sample of what the detector reads)."""
+    the varied data's, scored by a model trained without them (our own benign texts are
+    twins of our attacks, not a sample of what the detector reads)."""
     scores = []
     for held in range(1, len(groups_)):
         model = _fit(

@@ -134,11 +134,11 @@ def _share(text: str) -> tuple[int, int]:
     return len(words), sum(word in _FUNCTION_WORDS for word in words)
 
 
-def _reads(text: str, *, fewest: int = 1) -> bool:
-    """Whether `text` has enough words, at least `fewest` and a share of them function
+def _reads(text: str) -> bool:
+    """Whether `text` has enough words, at least one and a share of them function
     words."""
     count, function = _share(text)
-    return count >= _FEWEST and function >= max(fewest, _SHARE * count)
+    return count >= _FEWEST and function >= max(1, _SHARE * count)
 
 
 def _deciphered(written: str, read: str, *, cued: bool = False) -> bool:
@@ -150,7 +150,7 @@ def _deciphered(written: str, read: str, *, cued: bool = False) -> bool:
     either way: "si" and "is".)"""
     count, function = _share(read)
     if cued:
-        return count >= _FEWEST and function > max(0, _share(written)[1])
+        return count >= _FEWEST and function > _share(written)[1]
     if count < _FEWEST + 1 or function < max(2, _SHARE * count):
         return False
     written_function = _share(written)[1]
@@ -189,10 +189,10 @@ def _by_clause(
     clause holding one of the text's function words as the cipher writes them
     (`present`) is tried; `ends` finds where clauses end. A text that names its
     cipher, or in which a clause was deciphered, is cued throughout."""
-    spans = _clauses_with(text, present, ends)
+    lowered = text.lower()
+    spans = _clauses_with(text, lowered, present, ends)
     if not spans:
         return text
-    lowered = text.lower()
     named = any(name in lowered for name in _NAMES)
     read_text = _read_clauses(text, spans, read, named, cue)
     if read_text is not text and not named:
@@ -218,9 +218,11 @@ def _read_clauses(
     return "".join([*pieces, text[last:]]) if pieces else text
 
 
-def _clauses_with(text: str, present: set[str], ends: re.Pattern[str]) -> list[tuple[int, int]]:
-    """Where the clauses that hold a word of `present` (whole, in any case) are."""
-    lowered = text.lower()
+def _clauses_with(
+    text: str, lowered: str, present: set[str], ends: re.Pattern[str]
+) -> list[tuple[int, int]]:
+    """Where the clauses that hold a word of `present` (whole, in any case: `lowered` is
+    the text in small letters) are."""
     spans: set[tuple[int, int]] = set()
     for word in present:
         at = lowered.find(word)

@@ -290,6 +290,11 @@ def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
     return None if text is None else (text, "base32")
 
 
+def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int, bool]]:
+    """Where `pattern` matches in `text`, as runs that are not hex bytes set apart."""
+    return [(match.start(), match.end(), False) for match in pattern.finditer(text)]
+
+
 def _runs(text: str) -> list[tuple[int, int, bool]]:
     """Where the candidate runs are: (start, end, whether it is hex bytes set apart);
     escaped runs start with a backslash."""
@@ -304,28 +309,28 @@ def _runs(text: str) -> list[tuple[int, int, bool]]:
     if _PAIRS_HINT in shape(text, _PAIRS_SHAPE):
         found += [(match.start(), match.end(), True) for match in _PAIRS.finditer(text)]
     if "\\x" in text or "\\u" in text:
-        found += [(match.start(), match.end(), False) for match in _ESCAPED.finditer(text)]
+        found += _spans(_ESCAPED, text)
     if "\\" in text:
-        found += [(match.start(), match.end(), False) for match in _CSS_ESCAPED.finditer(text)]
+        found += _spans(_CSS_ESCAPED, text)
     if "85" in text or "<~" in text:
-        found += [(match.start(), match.end(), False) for match in _BASE85.finditer(text)]
+        found += _spans(_BASE85, text)
     if "0: " in text:
-        found += [(match.start(), match.end(), False) for match in _DUMP.finditer(text)]
+        found += _spans(_DUMP, text)
     if "&#" in text:
-        found += [(match.start(), match.end(), False) for match in _ENTITIES.finditer(text)]
+        found += _spans(_ENTITIES, text)
     if "0x" in text or "0X" in text:
-        found += [(match.start(), match.end(), False) for match in _PREFIXED.finditer(text)]
+        found += _spans(_PREFIXED, text)
     if "%" in text:
-        found += [(match.start(), match.end(), False) for match in _PERCENT.finditer(text)]
+        found += _spans(_PERCENT, text)
     if "U+" in text or "u+" in text:
-        found += [(match.start(), match.end(), False) for match in _CODE_POINTS.finditer(text)]
+        found += _spans(_CODE_POINTS, text)
     # A letter's byte starts 011 (or, past ASCII, holds 0111): a quick test for a run.
     if "0110" in text or "0111" in text:
-        found += [(match.start(), match.end(), False) for match in _BINARY.finditer(text)]
+        found += _spans(_BINARY, text)
     if ".-" in text or "-." in text or (not text.isascii() and _MORSE_HINT.search(text)):
-        found += [(match.start(), match.end(), False) for match in _MORSE.finditer(text)]
+        found += _spans(_MORSE, text)
     if found and "\n" in text:
-        found += [(match.start(), match.end(), False) for match in _WRAPPED.finditer(text)]
+        found += _spans(_WRAPPED, text)
     # Of two runs from one place, the longer first: a wrapped run before its first line.
     return sorted(found, key=lambda run: (run[0], -run[1]))
 

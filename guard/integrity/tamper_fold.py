@@ -18,7 +18,6 @@ only; nobody reads it.
 from __future__ import annotations
 
 import re
-import string
 import unicodedata
 from collections.abc import Callable
 from functools import cache
@@ -26,7 +25,7 @@ from functools import cache
 from guard.integrity._lookalikes import fold as fold_lookalikes
 from guard.integrity._lookalikes import fold_capitals
 from guard.integrity._marks import OVERLAY
-from guard.integrity._shape import shape, table
+from guard.integrity._shape import LETTERS, shape, table
 from guard.integrity.normalise import nfkc
 
 __all__ = ["fold"]
@@ -57,15 +56,11 @@ _WORD_GAP = re.compile(r"[ \t]{2,}")
 # the single spaces are then the gaps between words.
 _INNER_SEPARATOR = re.compile(r"[.\-_*]")
 
-# A text's shape (`guard.integrity._shape`) for the quick looks below: small letters,
-# capitals, line breaks; "?" is a character outside ASCII.
-_CASE_SHAPE = table(
-    "#",
-    {"l": string.ascii_lowercase, "u": string.ascii_uppercase, "\n": "\n", " ": " ", "?": "?"},
-)
+# A text's shape (`guard.integrity._shape`) for the quick looks below: ASCII letters,
+# line breaks; "?" is a character outside ASCII.
+_APART_SHAPE = table("#", {"a": LETTERS, "\n": "\n", "?": "?"})
 # Letters one to a line ("P\nA\nS\nS"), four or more: one word read down the lines.
 _VERTICAL_HINT = re.compile(r"\n[A-Za-z]\n[A-Za-z]\n[A-Za-z]\n")
-_VERTICAL_SHAPE = re.compile(rb"\n[lu]\n[lu]\n[lu]\n")
 _VERTICAL = re.compile(r"^[^\W\d_](?:\n[^\W\d_]){3,}$", re.MULTILINE)
 # Letters kept apart by one sign outside ASCII repeated (an emoji between the letters of
 # "judge", "s\u00b7c\u00b7o\u00b7r\u00b7e"), three letters or more; the quick look is
@@ -120,10 +115,10 @@ def _apart(text: str) -> str:
         if "\n" in text and _VERTICAL_HINT.search(text):
             text = _VERTICAL.sub(_join_lines, text)
         return text
-    look = shape(text, _CASE_SHAPE)
-    if b"\n" in look and _VERTICAL_SHAPE.search(look):
+    look = shape(text, _APART_SHAPE)
+    if b"\na\na\na\n" in look:
         text = _VERTICAL.sub(_join_lines, text)
-    if b"?l?" in look or b"?u?" in look:
+    if b"?a?" in look:
         text = _APART.sub(_join_apart, text)
     return text
 
