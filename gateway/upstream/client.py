@@ -228,9 +228,23 @@ async def _iter_chunks(
             f"upstream {_host(url)} did not finish within {timeout:g}s or stalled"
         ) from exc
     except (aiohttp.ClientError, ConnectionError) as exc:
+        unread = _unread(response.content)
+        if unread:
+            yield unread
         raise UpstreamProtocolError(f"upstream {_host(url)} broke off the stream") from exc
     finally:
         response.close()
+
+
+def _unread(content: aiohttp.StreamReader) -> bytes:
+    """The bytes an upstream sent before it broke off that no read had taken yet.
+
+    aiohttp's reads raise a lost connection's error before they return the bytes
+    buffered ahead of it (`StreamReader.readany` in aiohttp/streams.py), so a gateway
+    slower than the upstream would lose them: neither forwarded nor judged. They are
+    taken here without that check.
+    """
+    return content._read_nowait(-1)
 
 
 def _copy_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
