@@ -62,8 +62,11 @@ OWN = (
 NEAR_MISS = 4.0
 ANSWERS = ROOT / "testkit" / "attacks" / "answers.jsonl"
 # Varied injections and benign look-alikes, written as training data after the eighth
-# set (by a writer who had read the sets' READMEs): in training, not in the forward test.
-VARIETY = tuple(ROOT / "testkit" / "attacks" / name for name in ("variety.jsonl", "variety2.jsonl"))
+# set (by writers who had read the sets' READMEs; the third batch mostly in languages
+# beyond the rules' nine): in training, not in the forward test.
+VARIETY = tuple(
+    ROOT / "testkit" / "attacks" / f"{name}.jsonl" for name in ("variety", "variety2", "variety3")
+)
 # Ordinary answers kept out of training, to count the model's false alarms on them.
 HELD_ANSWERS = ROOT / "bench" / "data" / "answers" / "answers.jsonl"
 # The held-out sets measured once and then retired, oldest first; a new blind set joins
