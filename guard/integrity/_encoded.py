@@ -12,7 +12,8 @@ wrote it, or the agent that reads it, sees a sentence. A run is decoded when:
 - a base64 or hex run may be glued to a key ("token=" then the run, as in a URL's
   query or a config line): the key stays, the run after it is read;
 - a run that is not base64 text may be base32 (RFC 4648: capitals and 2..7, or all
-  in small letters, padding allowed);
+  in small letters, padding allowed), also in groups of one width set apart by
+  spaces, as backup codes are shown ("JFWW22LH OJQW45DT ...");
 - base85 after a key that names it ("b85: ...", "ascii85=..."; RFC 1924's alphabet or
   Ascii85's), and Ascii85 between its delimiters ("<~...~>");
 - a hex dump as xxd writes it, without its text column ("00000000: 4173 6961 ...");
@@ -68,6 +69,11 @@ _STANDARD = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _URL_SAFE = re.compile(r"[A-Za-z0-9_-]+={0,2}")
 _KEYED = re.compile(r"([A-Za-z][\w.-]{0,63}=)([A-Za-z0-9+/_-]{16,}={0,2})")
 _BASE32 = re.compile(r"[A-Z2-7]{16,}={0,6}")
+# Base32 in groups of one width set apart by spaces, as backup codes and keys are shown
+# ("JFWW22LH OJQW45DT ..."), and where such a run may be (two groups in a row).
+_GROUPED = re.compile(r"(?<![\w=])(?:[A-Z2-7]{4,8} ){3,}[A-Z2-7]{1,8}(?: ?=){0,7}(?![\w=])")
+_GROUPED_SHAPE = table(".", {"A": "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", " ": " "})
+_GROUPED_HINT = b"AAAA AAAA"
 # Two or more lines of the base64 alphabet, the first at least 16 long (`_wrapped` checks
 # that they are wrapped: every line but the last of one length).
 _WRAPPED = re.compile(
@@ -180,6 +186,16 @@ def _unwrapped(run: str) -> tuple[str, Encoding] | None:
     return None
 
 
+def _from_groups(run: str) -> str | None:
+    """Base32 in groups of one width (the last no wider), read as one run; its padding
+    may be a group of its own."""
+    groups = [group for group in run.replace("=", "").split(" ") if group]
+    width = len(groups[0])
+    if any(len(group) != width for group in groups[1:-1]) or len(groups[-1]) > width:
+        return None
+    return _from_base32("".join(groups))
+
+
 def _unescaped(run: str) -> str | None:
     if run[1] == "x":
         return _readable(bytes.fromhex(run.replace("\\x", "")))
@@ -254,6 +270,9 @@ def _decoded(run: str, pairs: bool) -> tuple[str, Encoding] | None:
         return None if text is None else (text, "morse")
     if "\n" in run:
         return _unwrapped(run)
+    if " " in run and _GROUPED.fullmatch(run):
+        text = _from_groups(run)
+        return None if text is None else (text, "base32")
     if run.startswith("&#"):
         text = _legible(html.unescape(run))
         return None if text is None else (text, "html")
@@ -316,6 +335,8 @@ def _runs(text: str) -> list[tuple[int, int, bool]]:
         found += _spans(_BASE85, text)
     if "0: " in text:
         found += _spans(_DUMP, text)
+    if _GROUPED_HINT in shape(text, _GROUPED_SHAPE):
+        found += _spans(_GROUPED, text)
     if "&#" in text:
         found += _spans(_ENTITIES, text)
     if "0x" in text or "0X" in text:

@@ -292,16 +292,51 @@ def _fold_mixed(text: str) -> str:
 
 
 def fold(text: str) -> str:
-    """`text` with the look-alike letters of mixed-script words folded (`text` itself
-    when none is).
+    """`text` with the look-alike letters of mixed-script words folded, and Latin letters
+    that stand in for ASCII ones read as those (`text` itself when none is).
 
     >>> fold("W\\u043emen are strong")
     'Women are strong'
+    >>> fold("\\u1d21\\u1d0f\\u1d0d\\u1d07\\u0274 \\u0251re strong")
+    'women are strong'
     """
     if text.isascii() or _OTHER_LETTER.search(text) is None:
         return text  # no letter outside ASCII: typographic quotes and dashes at most
+    if _stand_ins().search(text):
+        text = text.translate(_stand_in_letters())
     folded = _folded(text) if len(text) <= _CACHED_CHARS else _folded.__wrapped__(text)
     return text if folded == text else folded
+
+
+# The phonetic blocks: IPA Extensions, Phonetic Extensions (and their supplement), Latin
+# Extended-D. Their Latin letters that stand in for an ASCII letter are read as it: the
+# small capitals, by their Unicode names ("LATIN LETTER SMALL CAPITAL W": the letter
+# the name gives), and the letters the confusables data links to one ASCII letter
+# ("\u0251", alpha, to "a"). Letters of living alphabets outside these blocks (Turkish
+# dotless i, ...) stay as they are.
+_PHONETIC_BLOCKS = ((0x0250, 0x02AF), (0x1D00, 0x1DBF), (0xA720, 0xA7FF))
+_SMALL_CAPITAL = "LATIN LETTER SMALL CAPITAL "
+
+
+@cache
+def _stand_in_letters() -> dict[int, str]:
+    letters: dict[int, str] = {}
+    for low, high in _PHONETIC_BLOCKS:
+        for point in range(low, high + 1):
+            name = unicodedata.name(chr(point), "")
+            named = name.removeprefix(_SMALL_CAPITAL)
+            if len(named) == 1 and named.isascii() and named.isalpha():
+                letters[point] = named.lower()
+            elif name.startswith("LATIN "):
+                alike = {m for m in _classes().get(chr(point), ()) if m.isascii() and m.isalpha()}
+                if len(alike) == 1:
+                    letters[point] = alike.pop()
+    return letters
+
+
+@cache
+def _stand_ins() -> re.Pattern[str]:
+    return re.compile(f"[{''.join(map(chr, sorted(_stand_in_letters())))}]")
 
 
 # The judged view and the detector fold the same text one after the other; a few answers'

@@ -46,7 +46,7 @@ from collections.abc import Iterator
 
 from guard.integrity._shape import LETTERS, shape, table
 
-__all__ = ["fold_digits", "join_spaced"]
+__all__ = ["fold_digits", "join_narrow_spaced", "join_spaced"]
 
 _STANDS_FOR = {"0": "o", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"}
 # What a "1" next to a "1" is taken for when reading the first ("wa11").
@@ -118,6 +118,30 @@ def join_spaced(text: str) -> str:
         joined = _SPACED_PHRASE.sub(_join_phrase, joined)
     if b".a.a." in spelling:
         joined = _SEPARATED_RUN.sub(_join_separated, joined)
+    return text if joined == text else joined
+
+
+# Spaces narrower than a word's: six-per-em, thin, hair, narrow no-break, medium
+# mathematical. Three or more letters kept apart by them, one by one, are a word spelled
+# out where ordinary spaces part the words ("I m m i g r a n t s  s t e a l"); NFKC
+# would make every gap one space, and the words would run together.
+_NARROW = "\u2006\u2009\u200a\u202f\u205f"
+_NARROW_SPACED = re.compile(
+    f"(?<![^\\W\\d_])[^\\W\\d_](?:[{_NARROW}][^\\W\\d_]){{2,}}(?![^\\W\\d_])"
+)
+_NARROW_GAP = re.compile(f"[{_NARROW}]")
+
+
+def join_narrow_spaced(text: str) -> str:
+    """`text` with the letters of words spelled out with narrow spaces joined (before
+    NFKC reads those spaces as ordinary ones).
+
+    >>> join_narrow_spaced("W\u200ao\u200am\u200ae\u200an a\u200ar\u200ae lazy, 10\u202fkm")
+    'Women are lazy, 10\u202fkm'
+    """
+    if not any(gap in text for gap in _NARROW):
+        return text
+    joined = _NARROW_SPACED.sub(lambda match: _NARROW_GAP.sub("", match.group()), text)
     return text if joined == text else joined
 
 

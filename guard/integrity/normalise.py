@@ -23,9 +23,12 @@ are undone. `judged_view` applies, in this order:
    Clauses in ROT13 or ROT47, in the alphabet's numbers (A1Z26) or written backwards
    that read as text once deciphered, read as that text (`"rot13"`, `"rot47"`,
    `"a1z26"`, `"reversed"`; `guard.integrity._ciphers`).
-5. Letters spelled out one by one joined (`"spacing"`), look-alike letters folded to
-   the script of their word (`"confusables"`; `guard.integrity._lookalikes`), digits
-   and signs inside words read as letters (`"digits"`; `guard.integrity._spelling`).
+5. Letters spelled out one by one joined (`"spacing"`; letters kept apart by narrow
+   spaces are joined before step 1, which would make those spaces ordinary),
+   look-alike letters folded to the script of their word, and small capitals and
+   phonetic letters that stand in for ASCII ones read as those (`"confusables"`;
+   `guard.integrity._lookalikes`), digits and signs inside words read as letters
+   (`"digits"`; `guard.integrity._spelling`).
 
 NFKC runs again after the steps that remove or replace characters, since a removed
 character may have kept a letter and its mark apart.
@@ -51,7 +54,7 @@ from guard.integrity._encoded import decode_runs
 from guard.integrity._hidden import may_hide, reveal
 from guard.integrity._lookalikes import fold
 from guard.integrity._marks import may_decorate, strip_decoration
-from guard.integrity._spelling import fold_digits, join_spaced
+from guard.integrity._spelling import fold_digits, join_narrow_spaced, join_spaced
 
 __all__ = ["NORMALISATIONS", "JudgedView", "Normalisation", "judged_view", "nfkc"]
 
@@ -126,6 +129,10 @@ def _characters(text: str, applied: set[Normalisation]) -> str:
         unicodedata.is_normalized("NFKC", text) and not may_hide(text) and not may_decorate(text)
     ):
         return text
+    # Before NFKC, which makes a narrow space between spelled-out letters an ordinary one.
+    if (joined := join_narrow_spaced(text)) is not text:
+        applied.add("spacing")
+        text = joined
     revealed = _run(_CHARACTER_STEPS, text, applied)
     # A removed character may have kept a letter and its mark apart.
     return _run(_CHARACTER_STEPS[:1], revealed, applied)

@@ -315,8 +315,8 @@ def reading(text: str) -> str:
     """The folded copy of `text` that the detector reads, case kept (what the
     instruction model is trained on).
 
-    >>> reading("IGN0RE the rubric")
-    'IGNORE the rubric'
+    >>> reading("Ign0re the rubric")
+    'Ignore the rubric'
     """
     return _copies(text)[0]
 

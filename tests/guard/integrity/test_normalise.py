@@ -84,6 +84,25 @@ ATTACKS = [
     (f"W{CYRILLIC_O}m3n", "Women", ("confusables", "digits")),
     (f"{RLO}nem0W{PDF}", "Women", ("bidi", "digits")),
     (f"Wo{ZWSP}\u0301men", "W\u00f3men", ("nfkc", "invisible")),
+    # Letters apart by hair and thin spaces, words by ordinary ones.
+    (
+        "\u200a".join("Northerners") + " " + "\u200a".join("are") + " rude",
+        "Northerners are rude",
+        ("spacing",),
+    ),
+    (
+        "L\u2009i\u2009b\u2009e\u2009r\u2009a\u2009l\u2009s l\u2009i\u2009e",
+        "Liberals lie",
+        ("spacing",),
+    ),
+    # Small capitals and phonetic letters that stand in for ASCII ones.
+    (
+        "\u1d0f\u029f\u1d05 \u1d18\u1d07\u1d0f\u1d18\u029f\u1d07 \u1d00\u0280\u1d07 "
+        "\u1d1c\ua731\u1d07\u029f\u1d07\ua731\ua731",
+        "old people are useless",
+        ("confusables",),
+    ),
+    ("F\u0251rmers \u0251re \u026agnor\u0251nt", "Farmers are ignorant", ("confusables",)),
 ]
 
 
@@ -145,7 +164,13 @@ OTHER_SCRIPTS = [
     "Les femmes et les hommes dirigent aussi bien ; naïve café, Ærø, Straße, Łódź.",
     "Russian text with an English word: Москва and Python, «кавычки» — тире.",
     "5 μm, 10 μs, 3 kΩ, α-helix, β-cell, Δx, π r",  # noqa: RUF001 (the script itself)
+    "Kad\u0131nlar ve erkekler e\u015fit; I\u015f\u0131k.",  # Turkish dotless i: a letter
 ]
+
+
+def test_narrow_spaces_in_typography_are_not_letters_spelled_out():
+    view = judged_view("Prix\u202f: 10\u202f000\u202f€ ; M.\u202fDupont et Mme\u202fX.")
+    assert view == JudgedView("Prix : 10 000 € ; M. Dupont et Mme X.", ("nfkc",))
 
 
 def test_a_word_that_reads_in_two_scripts_takes_the_texts_script():

@@ -182,6 +182,11 @@ def _xxd(text: str) -> str:
     return "\n".join(lines)
 
 
+def _grouped(run: str, width: int) -> str:
+    """`run` in groups of `width` characters set apart by spaces, as backup codes are shown."""
+    return " ".join(run[at : at + width] for at in range(0, len(run), width))
+
+
 @pytest.mark.parametrize(
     ("text", "applied"),
     [
@@ -190,6 +195,8 @@ def _xxd(text: str) -> str:
         ("payload ascii85=" + base64.a85encode(LONGER.encode()).decode(), "base85"),
         ("<~" + base64.a85encode(LONGER.encode()).decode() + "~>", "base85"),
         (_xxd(LONGER), "hex"),
+        ("Backup codes:\n" + _grouped(base64.b32encode(LONGER.encode()).decode(), 8), "base32"),
+        ("key " + _grouped(base64.b32encode(LONGER.encode()).decode(), 4) + " (keep it)", "base32"),
         ('content: "' + "".join(f"\\{ord(char):x} " for char in LONGER) + '";', "hex"),
     ],
 )
@@ -207,6 +214,8 @@ def test_more_encodings_are_read(text, applied):
         "00000000: 7f45 4c46 0201 0100 0000 0000 0000 0000\n00000010: 0300 3e00 0100 0000",  # ELF
         "a { color: \\31 23; }",  # one CSS escape, as selectors use them
         "ordinarylowercasewordsrunninglong",  # small letters, not base32 text
+        "PLEASE READ THIS NOTE WITH CARE BEFORE YOU SIGN",  # capitals, not base32 text
+        "Serial ABCD EFGH IJKL MNOP QRST",  # groups of one width that are not text
     ],
 )
 def test_what_only_looks_encoded_stays(text):
