@@ -309,28 +309,24 @@ def fold(text: str) -> str:
 
 
 # The phonetic blocks: IPA Extensions, Phonetic Extensions (and their supplement), Latin
-# Extended-D. Their Latin letters that stand in for an ASCII letter are read as it: the
-# small capitals, by their Unicode names ("LATIN LETTER SMALL CAPITAL W": the letter
-# the name gives), and the letters the confusables data links to one ASCII letter
-# ("\u0251", alpha, to "a"). Letters of living alphabets outside these blocks (Turkish
-# dotless i, ...) stay as they are.
+# Extended-D. Their Latin letters that stand in for an ASCII one are read as it: small
+# capitals by their Unicode names ("LATIN LETTER SMALL CAPITAL W"), others where the
+# confusables data links them to one ASCII letter (alpha to "a"). Letters of living
+# alphabets outside these blocks (Turkish dotless i) stay as they are.
 _PHONETIC_BLOCKS = ((0x0250, 0x02AF), (0x1D00, 0x1DBF), (0xA720, 0xA7FF))
-_SMALL_CAPITAL = "LATIN LETTER SMALL CAPITAL "
 
 
 @cache
 def _stand_in_letters() -> dict[int, str]:
     letters: dict[int, str] = {}
-    for low, high in _PHONETIC_BLOCKS:
-        for point in range(low, high + 1):
-            name = unicodedata.name(chr(point), "")
-            named = name.removeprefix(_SMALL_CAPITAL)
-            if len(named) == 1 and named.isascii() and named.isalpha():
-                letters[point] = named.lower()
-            elif name.startswith("LATIN "):
-                alike = {m for m in _classes().get(chr(point), ()) if m.isascii() and m.isalpha()}
-                if len(alike) == 1:
-                    letters[point] = alike.pop()
+    for point in (point for low, high in _PHONETIC_BLOCKS for point in range(low, high + 1)):
+        name = unicodedata.name(chr(point), "")
+        if len(named := name.removeprefix("LATIN LETTER SMALL CAPITAL ")) == 1 and named.isalpha():
+            letters[point] = named.lower()
+        elif name.startswith("LATIN "):
+            alike = {m for m in _classes().get(chr(point), ()) if m.isascii() and m.isalpha()}
+            if len(alike) == 1:
+                letters[point] = alike.pop()
     return letters
 
 
