@@ -222,15 +222,16 @@ def _find(lowered: str, present: _Keys) -> re.Match[str] | None:
         return _banner(lowered, present)
     if "{" in lowered:
         lowered = _BRACES.sub(lambda braces: " " * len(braces.group()), lowered)
-    verdicts = [match.start() for match in _VERDICT.matches(lowered, present)]
-    if not verdicts:
+    found = _VERDICT.matches(lowered, present)
+    if not found:
         return _banner(lowered, present)
+    verdicts = [match.start() for match in found]
     ends = _ends(lowered)
     candidates = [
         (addressee, start, end)
         for addressee in addressees
         for start, end in _windows(ends, addressee.start())
-        if _within(verdicts, start, end)
+        if _within(_apart(found, addressee), start, end)
     ]
     if candidates:
         references = [match.start() for match in _REFERENCE.matches(lowered, present)]
@@ -259,6 +260,16 @@ def _headed(lowered: str, addressee: re.Match[str]) -> bool:
     return vocative is not None and bool(
         _MACHINE.search(lowered[addressee.start() : vocative.end()])
     )
+
+
+def _apart(verdicts: list[re.Match[str]], addressee: re.Match[str]) -> list[int]:
+    """Where the verdicts that are not the addressee's own words start ("已审核通过",
+    "review passed", is a notice's verdict, not one said to the review)."""
+    return [
+        verdict.start()
+        for verdict in verdicts
+        if verdict.end() <= addressee.start() or verdict.start() >= addressee.end()
+    ]
 
 
 def _within(starts: list[int], start: int, end: int) -> bool:

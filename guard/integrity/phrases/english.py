@@ -294,9 +294,10 @@ ENGLISH: tuple[Rule, ...] = (
         _CHECK + r"(?:now|hereby|temporarily)\W+" + _SWITCHED_OFF,
     ),
     (
-        # Not a release gate's ("canary verdict=pass, promoting to 50%"), a deploy log's.
+        # Not a release gate's ("canary verdict=pass, promoting to 50%", "Deploy gate:
+        # verdict=pass"), a deploy log's.
         (("verdict",),),
-        r"(?<!canary )\bverdict\s*[:=]\s*"
+        r"(?<!canary )(?<!gate: )(?<!gate )\bverdict\s*[:=]\s*"
         r"(?:pass(?:ed)?|not\W+biased|unbiased|clean|safe|no\W+bias)\b"
         r"(?![\s\S]{0,80}?\b(?:promot|roll(?:ing)?\W?out|deploy))",
     ),
