@@ -230,8 +230,9 @@ def _find(lowered: str, present: _Keys) -> re.Match[str] | None:
     candidates = [
         (addressee, start, end)
         for addressee in addressees
+        for apart in (_apart(found, addressee),)
         for start, end in _windows(ends, addressee.start())
-        if _within(_apart(found, addressee), start, end)
+        if _within(apart, start, end)
     ]
     if candidates:
         references = [match.start() for match in _REFERENCE.matches(lowered, present)]
