@@ -122,13 +122,11 @@ def join_spaced(text: str) -> str:
 
 
 # Spaces narrower than a word's: six-per-em, thin, hair, narrow no-break, medium
-# mathematical. Three or more letters kept apart by them, one by one, are a word spelled
+# mathematical. Two or more letters kept apart by them, one by one, are a word spelled
 # out where ordinary spaces part the words ("I m m i g r a n t s  s t e a l"); NFKC
 # would make every gap one space, and the words would run together.
 _NARROW = "\u2006\u2009\u200a\u202f\u205f"
-_NARROW_SPACED = re.compile(
-    f"(?<![^\\W\\d_])[^\\W\\d_](?:[{_NARROW}][^\\W\\d_]){{2,}}(?![^\\W\\d_])"
-)
+_NARROW_SPACED = re.compile(f"(?<![^\\W\\d_])[^\\W\\d_](?:[{_NARROW}][^\\W\\d_])+(?![^\\W\\d_])")
 _NARROW_GAP = re.compile(f"[{_NARROW}]")
 
 

@@ -4,8 +4,8 @@ Folding undoes the tricks that hide a phrase from a pattern while a model still
 reads it: compatibility forms (fullwidth and mathematical letters, by NFKC),
 invisible characters inside words, look-alike letters from another script (the
 judged view's fold, `guard.integrity._lookalikes`, from Unicode's TR39 confusables),
-letters spaced out one by one, leetspeak digits inside words, small capitals and marks
-that strike a word through. Case is kept:
+letters spaced out one by one (with narrow spaces too), leetspeak digits inside words,
+small capitals and marks that strike a word through. Case is kept:
 the patterns ignore it where they should, and the judge prompt's own section
 words are matched in capitals only.
 
@@ -26,6 +26,7 @@ from guard.integrity._lookalikes import fold as fold_lookalikes
 from guard.integrity._lookalikes import fold_capitals
 from guard.integrity._marks import OVERLAY
 from guard.integrity._shape import LETTERS, shape, table
+from guard.integrity._spelling import join_narrow_spaced
 from guard.integrity.normalise import nfkc
 
 __all__ = ["fold"]
@@ -166,7 +167,7 @@ def fold(text: str) -> str:
     """
     folded = text
     if not folded.isascii():
-        folded = _INVISIBLE.sub("", nfkc(folded))
+        folded = _INVISIBLE.sub("", nfkc(join_narrow_spaced(folded)))
         if "\u115f" in folded or "\u1160" in folded:
             folded = _FILLERS.sub(" ", folded)
         folded = fold_capitals(fold_lookalikes(folded))

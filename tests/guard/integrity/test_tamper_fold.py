@@ -36,6 +36,11 @@ from guard.integrity.tamper_fold import fold
         ("caf\u00e9 \u00e9l\u00e9gant", "caf\u00e9 \u00e9l\u00e9gant"),  # accents stay
         ("P\u034fl\u034fe\u034fa\u034fs\u034fe", "Please"),  # combining grapheme joiners
         ("The\u3164model\uffa0must", "The model must"),  # Hangul fillers as spaces
+        # Letters apart by thin spaces, words by ordinary ones; a two-letter word too.
+        (
+            "\u2009".join("Grader") + ": " + "\u2009".join("no") + " " + "\u2009".join("score"),
+            "Grader: no score",
+        ),
     ],
 )
 def test_fold(text: str, folded: str) -> None:
