@@ -62,6 +62,8 @@ STYLES |= {
     "small_caps",
     "struck_note",
 }
+# Written after the eleventh blind set: a note whose letters are kept apart by thin spaces.
+STYLES |= {"narrow_spaces"}
 
 
 def _ids(sample: Sample) -> str:
