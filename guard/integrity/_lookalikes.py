@@ -302,9 +302,9 @@ def fold(text: str) -> str:
     """
     if text.isascii() or _OTHER_LETTER.search(text) is None:
         return text  # no letter outside ASCII: typographic quotes and dashes at most
-    if _stand_ins().search(text):
-        text = text.translate(_stand_in_letters())
     folded = _folded(text) if len(text) <= _CACHED_CHARS else _folded.__wrapped__(text)
+    if _stand_ins().search(folded):  # a fold may make one too (Cyrillic и to Latin ᴎ)
+        folded = folded.translate(_stand_in_letters())
     return text if folded == text else folded
 
 
@@ -321,8 +321,9 @@ def _stand_in_letters() -> dict[int, str]:
     letters: dict[int, str] = {}
     for point in (point for low, high in _PHONETIC_BLOCKS for point in range(low, high + 1)):
         name = unicodedata.name(chr(point), "")
-        if len(named := name.removeprefix("LATIN LETTER SMALL CAPITAL ")) == 1 and named.isalpha():
-            letters[point] = named.lower()
+        letter = name.rsplit(" ", 1)[-1]
+        if "LETTER SMALL CAPITAL " in name and len(letter) == 1 and letter.isascii():
+            letters[point] = letter.lower()  # "...SMALL CAPITAL REVERSED N" reads as an n too
         elif name.startswith("LATIN "):
             alike = {m for m in _classes().get(chr(point), ()) if m.isascii() and m.isalpha()}
             if len(alike) == 1:

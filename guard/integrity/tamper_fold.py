@@ -2,10 +2,10 @@
 
 Folding undoes the tricks that hide a phrase from a pattern while a model still
 reads it: compatibility forms (fullwidth and mathematical letters, by NFKC),
-invisible characters inside words, look-alike letters from another script (the
-judged view's fold, `guard.integrity._lookalikes`, from Unicode's TR39 confusables),
-letters spaced out one by one (with narrow spaces too), leetspeak digits inside words,
-small capitals and marks that strike a word through. Case is kept:
+invisible characters inside words, look-alike letters from another script and small
+capitals (the judged view's fold, `guard.integrity._lookalikes`, from Unicode's TR39
+confusables and names), letters spaced out one by one (with narrow spaces too),
+leetspeak digits inside words, and marks that strike a word through. Case is kept:
 the patterns ignore it where they should, and the judge prompt's own section
 words are matched in capitals only.
 
@@ -18,9 +18,7 @@ only; nobody reads it.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
-from functools import cache
 
 from guard.integrity._lookalikes import fold as fold_lookalikes
 from guard.integrity._lookalikes import fold_capitals
@@ -140,25 +138,6 @@ def _leet(word: str) -> str:
     return word if _TIME_PART.fullmatch(word) else word.translate(_LEET)
 
 
-# Small capitals ("\u0274\u1d0f\u1d1b\u1d07" for "note"), read as the letters they are small
-# capitals of: Unicode's names say which ("LATIN LETTER SMALL CAPITAL N").
-_SMALL_CAPITAL = re.compile("[\u0260-\u02af\u1d00-\u1d2b\ua730-\ua731\ua7ae]")
-
-
-@cache
-def _letter_of(char: str) -> str:
-    name = unicodedata.name(char, "")
-    if "LETTER SMALL CAPITAL " in name:
-        letter = name.rsplit(" ", 1)[-1]
-        if len(letter) == 1 and letter.isascii():
-            return letter.lower()
-    return char
-
-
-def _small_capitals(text: str) -> str:
-    return _SMALL_CAPITAL.sub(lambda found: _letter_of(found.group()), text)
-
-
 def fold(text: str) -> str:
     """The text as the detector's patterns read it.
 
@@ -173,8 +152,6 @@ def fold(text: str) -> str:
         folded = fold_capitals(fold_lookalikes(folded))
         if OVERLAY.search(folded):  # no spelling strikes a letter through or slashes it
             folded = OVERLAY.sub("", folded)  # "r\u0336e\u0336v\u0336"
-        if _SMALL_CAPITAL.search(folded):
-            folded = _small_capitals(folded)
     if "-\n" in folded or "- \n" in folded:
         folded = _BROKEN_WORD.sub("", folded)
     folded = _apart(folded)
